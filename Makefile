@@ -1,0 +1,36 @@
+# Every target installs what it needs into .venv first (CPU torch wheel).
+VENV   := .venv
+PY     := $(VENV)/bin/python
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+PYTHON ?= python3
+
+.PHONY: install demo test lint tasks clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/halbench tasks list
+	$(BIN)/halbench tasks show natural -n 2
+	$(BIN)/halbench tasks show conjunctive -n 1
+	$(BIN)/halbench tasks verify --all --sample 16
+	$(PY) scripts/independent_check.py --sample 40
+
+test: install
+	$(BIN)/ruff check halbench tests scripts
+	$(BIN)/ruff format --check halbench tests scripts
+	$(BIN)/pytest -q
+
+# Rebuild every task's committed artifacts (about 20 minutes on 2 cores).
+tasks: install
+	$(BIN)/halbench tasks build --all
+
+clean:
+	rm -rf $(VENV) build .cache .pytest_cache .ruff_cache

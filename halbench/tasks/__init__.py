@@ -1,0 +1,1 @@
+"""Task definitions, the task factory (corpus, training, mining, verification) and artifacts."""
