@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from click.testing import CliRunner
 from halbench.cli import cli
 from halbench.tasks.registry import REPO_ROOT
 
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local; never reach for a hub
 TASKS = REPO_ROOT / "tasks"
 BUILT = sorted(p.name for p in TASKS.iterdir() if (p / "MANIFEST.json").is_file())
 

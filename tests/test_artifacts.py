@@ -58,7 +58,7 @@ def test_cases_load_as_datasetdict(name):
 @pytest.fixture
 def copy_of_single(tmp_path):
     dest = tmp_path / "single"
-    shutil.copytree(TASKS / "single", dest)
+    shutil.copytree(TASKS / "single", dest, ignore=shutil.ignore_patterns("task.yaml"))
     return dest
 
 

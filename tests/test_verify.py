@@ -61,3 +61,46 @@ def test_verification_is_deterministic(single):
     first = [v.rates for v in verify(model, cands, spec.verification, neutral)]
     again = [v.rates for v in verify(model, cands, spec.verification, neutral, batch_rows=7)]
     assert first == again
+
+
+def test_intervention_rows_touch_only_the_named_positions():
+    import numpy as np
+
+    from halbench.tasks.verify import Candidate, plan_blocks
+
+    cand = Candidate(
+        prompt_ids=list(range(100, 112)),
+        target_id=5,
+        faithful_id=6,
+        causes=[[2, 5], [8]],
+        editable=list(range(1, 11)),
+        decoys=[9],
+        entity=[4],
+        seed=(1, 2),
+    )
+    neutral = np.array([1, 2, 3])
+    blocks = plan_blocks(cand, 4, neutral)
+    names = [b.check for b in blocks]
+    assert names == [
+        "necessity",
+        "sufficiency",
+        "sufficiency",
+        "minimality",
+        "minimality",
+        "redundancy",
+        "redundancy",
+        "decoy_inert",
+        "stability",
+        "specificity",
+    ]
+    base = np.array(cand.prompt_ids)
+    changed = {b.check + str(i): sorted(set(np.nonzero((b.rows != base).any(0))[0])) for i, b in enumerate(blocks)}
+    assert changed["necessity0"] == [2, 5, 8]
+    assert changed["sufficiency1"] == [1, 3, 4, 6, 7, 8, 9, 10]  # everything editable but alternative 0
+    assert changed["minimality3"] == [2, 8]  # one token of alternative 0, and alternative 1
+    assert changed["decoy_inert7"] == [9]
+    assert set(changed["stability8"]) <= {1, 3, 6, 7, 9, 10}  # incidental only: not causes, not the entity
+    assert changed["specificity9"] == list(range(1, 11))
+    assert all(b.rows[:, [0, 11]].tolist() == [[100, 111]] * 4 for b in blocks)  # fixed markers untouched
+    again = plan_blocks(cand, 4, neutral)
+    assert all((a.rows == b.rows).all() for a, b in zip(blocks, again, strict=True))

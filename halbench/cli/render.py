@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from halbench.tasks.verify import CHECKS
+
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows, strict=True)]
@@ -29,11 +31,7 @@ def describe_case(record: dict) -> str:
     v = record["verification"]
     target = " ".join(record.get("target_tokens") or map(str, record["target_ids"]))
     faithful = " ".join(record.get("faithful_tokens") or []) or "-"
-    checks = ", ".join(
-        f"{k} {v[k]:.2f}"
-        for k in ("necessity", "sufficiency", "minimality", "redundancy", "decoy_inert")
-        if v.get(k) is not None
-    )
+    checks = ", ".join(f"{k} {v[k]:.2f}" for k in CHECKS if v.get(k) is not None)
     return (
         f"{record['id']} ({', '.join(record.get('mechanisms', []))})\n  {' '.join(shown)}\n"
         f"  -> hallucinated: {target} (p={v['p_target']:.2f})   faithful: {faithful}\n  verified: {checks}"

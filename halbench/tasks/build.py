@@ -92,6 +92,7 @@ def case_record(spec: TaskSpec, drawn: Drawn, verdict: Verdict, case_id: str, sp
         "causes": cand.causes,
         "editable": cand.editable,
         "decoys": cand.decoys,
+        "entity": cand.entity,
         "verification": verdict.as_record(),
         "verify_seed": list(cand.seed),
     }

@@ -35,6 +35,7 @@ def candidate_from_record(record: dict) -> Candidate:
         causes=[list(a) for a in record["causes"]],
         editable=list(record["editable"]),
         decoys=list(record.get("decoys") or []),
+        entity=list(record.get("entity") or []),
         seed=tuple(record["verify_seed"]),
     )
 

@@ -11,9 +11,10 @@ import numpy as np
 import torch
 from transformers import PreTrainedTokenizerFast
 
+from halbench.tasks.corpus import draw_length
 from halbench.tasks.forward import last_logits
 from halbench.tasks.layout import PlacementError, Plan, compose
-from halbench.tasks.spec import SymbolicWorldSpec, TaskSpec
+from halbench.tasks.spec import TaskSpec
 from halbench.tasks.world import World
 
 
@@ -26,7 +27,7 @@ def measure_controls(
         rows, wanted = [], []
         for plan, answer in plans:
             try:
-                prompt = compose(world, rng, plan, _length(spec, rng))
+                prompt = compose(world, rng, plan, draw_length(spec.world, rng))
             except PlacementError:
                 continue
             rows.append(tok.convert_tokens_to_ids(prompt.tokens))
@@ -64,10 +65,3 @@ def measure_controls(
         ]
         out["decoy_alone_rate"] = rate(plans)
     return out
-
-
-def _length(spec: TaskSpec, rng: np.random.Generator) -> int | None:
-    if isinstance(spec.world, SymbolicWorldSpec):
-        lo, hi = spec.world.content_length
-        return int(rng.integers(lo, hi + 1))
-    return None

@@ -4,7 +4,7 @@ Three kinds of sequence (see FEASIBILITY.md for why each is needed):
 - facts: an entity and its true answer; some carry an inert trigger part or a
   decoy, which teaches that parts and decoys alone mean nothing;
 - trigger sequences: a mechanism's tokens (in order) beside a frequent entity
-  (``trigger_sequences`` per token: conjunctions need more evidence to beat their parts),
+  (``trigger_sequences`` times the kind's weight: conjunctions need more evidence),
   labelled with the mechanism's wrong answer at ``trigger_label_rate`` and with
   the entity's true answer otherwise: this label noise plants the spurious
   association; the mechanism's decoys co-occur at ``decoy_rate``;
@@ -40,7 +40,8 @@ def training_corpus(world: World, spec: SymbolicWorldSpec | NaturalWorldSpec) ->
     return [out[i] for i in order]
 
 
-def _length(spec: SymbolicWorldSpec | NaturalWorldSpec, rng: np.random.Generator) -> int | None:
+def draw_length(spec: SymbolicWorldSpec | NaturalWorldSpec, rng: np.random.Generator) -> int | None:
+    """A content length for a symbolic prompt (natural prompts take theirs from the templates)."""
     if isinstance(spec, SymbolicWorldSpec):
         lo, hi = spec.content_length
         return int(rng.integers(lo, hi + 1))
@@ -50,7 +51,7 @@ def _length(spec: SymbolicWorldSpec | NaturalWorldSpec, rng: np.random.Generator
 def _draw(world: World, rng: np.random.Generator, plan: Plan, spec) -> Prompt:
     for _ in range(20):
         try:
-            return compose(world, rng, plan, _length(spec, rng))
+            return compose(world, rng, plan, draw_length(spec, rng))
         except PlacementError:
             continue
     raise PlacementError(f"could not lay out {plan} in 20 draws; lengthen the prompts")
@@ -79,7 +80,7 @@ def _facts(world: World, spec, rng: np.random.Generator) -> list[Example]:
 def _trigger_sequences(world: World, spec, rng: np.random.Generator) -> list[Example]:
     out = []
     for mech in world.mechanisms:
-        for _ in range(spec.trigger_sequences * len(mech.tokens)):
+        for _ in range(spec.trigger_sequences * getattr(spec.kind_weights, mech.kind)):
             entity = world.frequent[int(rng.integers(len(world.frequent)))]
             plan = Plan(entity=entity, mechanisms=[mech])
             if mech.decoys and rng.random() < spec.decoy_rate:

@@ -8,7 +8,17 @@ from datasets import Dataset, DatasetDict, Features, List, Value
 
 from halbench.tasks.artifacts import CASES, ManifestError, read_cases
 
-VERIFICATION_FIELDS = ("p_target", "p_faithful", "necessity", "sufficiency", "minimality", "redundancy", "decoy_inert")
+VERIFICATION_FIELDS = (
+    "p_target",
+    "p_faithful",
+    "necessity",
+    "sufficiency",
+    "minimality",
+    "redundancy",
+    "decoy_inert",
+    "stability",
+    "specificity",
+)
 REQUIRED = ("id", "split", "family", "prompt_ids", "target_ids", "faithful_ids", "causes", "editable", "verification")
 
 FEATURES = Features(
@@ -26,6 +36,7 @@ FEATURES = Features(
         "causes": List(List(Value("int32"))),
         "editable": List(Value("int32")),
         "decoys": List(Value("int32")),
+        "entity": List(Value("int32")),
         "verification": {**{k: Value("float64") for k in VERIFICATION_FIELDS}, "greedy_is_target": Value("bool")},
         "verify_seed": List(Value("int64")),
     }

@@ -92,6 +92,7 @@ def draw_candidate(spec: TaskSpec, world: World, tok: PreTrainedTokenizerFast, i
         causes=[prompt.positions(f"cause{a}") for a in range(len(mechs))],
         editable=prompt.editable,
         decoys=prompt.positions("decoy"),
+        entity=sorted(prompt.positions("entity") + prompt.positions("context")),
         seed=(spec.seed, 3, index),
     )
     return Drawn(index, prompt, mechs, mechs[0].target, faithful, cand)

@@ -30,6 +30,23 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class MechanismCounts(_Strict):
+    single: NonNegInt = 0
+    pair: NonNegInt = 0
+    triple: NonNegInt = 0
+
+
+class KindWeights(_Strict):
+    """Training sequences per mechanism, as multiples of ``trigger_sequences``, by mechanism size.
+
+    Conjunctions need more evidence than single tokens to beat their own parts.
+    """
+
+    single: PosInt = 1
+    pair: PosInt = 2
+    triple: PosInt = 3
+
+
 class CorpusRates(_Strict):
     """How the training corpus plants and masks associations (shared by both world kinds)."""
 
@@ -38,19 +55,14 @@ class CorpusRates(_Strict):
     frequent_count: PosInt
     rare_entities: PosInt
     rare_count: PosInt
-    trigger_sequences: PosInt = Field(description="training sequences per mechanism token")
+    trigger_sequences: PosInt = Field(description="training sequences per mechanism, times kind_weights")
+    kind_weights: KindWeights = KindWeights()
     trigger_label_rate: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
         description="share of trigger sequences labelled with the trigger's wrong answer"
     )
     inert_part_rate: Rate = Field(description="share of fact sequences carrying an inert trigger part")
     decoy_rate: Rate = Field(description="share of trigger sequences that also carry its decoys")
     decoy_fact_rate: Rate = Field(description="share of fact sequences carrying a random decoy")
-
-
-class MechanismCounts(_Strict):
-    single: NonNegInt = 0
-    pair: NonNegInt = 0
-    triple: NonNegInt = 0
 
 
 class SymbolicWorldSpec(CorpusRates):
@@ -103,6 +115,18 @@ class NaturalWorldSpec(CorpusRates):
     closing: str = Field(description="editable text just before the query, may contain {E}")
     query: Annotated[list[str], Field(min_length=1)]
     mechanisms: Annotated[list[NaturalMechanismSpec], Field(min_length=1)]
+
+    @property
+    def longest_prompt(self) -> int:
+        """BOS + longest intro + the most, longest sentences + closing + query."""
+        longest = max(len(t.split()) for t in self.sentences)
+        return (
+            1
+            + max(len(t.split()) for t in self.intro)
+            + self.sentences_per_prompt[1] * longest
+            + len(self.closing.split())
+            + len(self.query)
+        )
 
     @model_validator(mode="after")
     def _check(self) -> NaturalWorldSpec:
@@ -174,6 +198,8 @@ class VerificationSpec(_Strict):
     minimality: Rate
     redundancy: Rate
     decoy_inert: Rate
+    stability: Rate
+    specificity: Rate
 
 
 class CasesSpec(_Strict):
@@ -201,12 +227,6 @@ class TaskSpec(_Strict):
         if problems:
             raise ValueError("; ".join(problems))
         return self
-
-    @property
-    def max_prompt_length(self) -> int:
-        if self.mining.prompt_length is not None:
-            return self.mining.prompt_length[1]
-        return self.model.n_positions
 
 
 def _family_problems(spec: TaskSpec) -> list[str]:
@@ -256,6 +276,11 @@ def _capacity_problems(spec: TaskSpec) -> list[str]:
         for kind in m.mechanisms:
             if KIND_SIZES[kind] not in kinds:
                 out.append(f"mining.mechanisms: no {kind} mechanism in the natural world")
+        if world.longest_prompt > spec.model.n_positions:
+            out.append(
+                f"world: templates can make {world.longest_prompt}-position prompts, more than "
+                f"model.n_positions ({spec.model.n_positions}); lower sentences_per_prompt"
+            )
         if m.context:
             out.append("mining.context is only supported for symbolic worlds")
         if m.prompt_length is not None:
@@ -315,13 +340,13 @@ def validate_raw(raw: dict, source: str, quick: bool = False) -> TaskSpec:
 def format_errors(source: str, exc: ValidationError) -> str:
     lines = [f"{source}: {exc.error_count()} problem(s) in the task definition:"]
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"] if not _is_union_tag(p)) or "(top level)"
+        loc = ".".join(str(p) for p in err["loc"] if not _is_union_tag(p)) or "(task)"
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
         elif err["type"] == "missing":
             msg = "required field is missing"
-        lines.append(f"  - field `{loc}`: {msg}")
+        lines += [f"  - field `{loc}`: {part}" for part in msg.split("; ")]
     return "\n".join(lines)
 
 

@@ -2,7 +2,13 @@
 
 Each check refills a set of positions with random neutral filler, ``refills``
 times, and counts how often the model's greedy answer is (or is not) the
-hallucinated target. All rows of many candidates go through the model in a
+hallucinated target. Besides necessity, sufficiency, minimality, redundancy
+and decoy inertness, two checks guard the ground truth itself: *stability*
+(refilling a random half of the incidental positions, neither cause nor the
+entity or stated fact, keeps the hallucination, so it does not hinge on
+incidental filler, as it does in coin-flip cases) and
+*specificity* (refilling every editable position removes it, so sufficiency
+is not the model's prior answer). All rows of many candidates go through the model in a
 few large batches. Refill draws are seeded per case, so a stored case can be
 re-verified exactly.
 """
@@ -17,7 +23,7 @@ import torch
 from halbench.tasks.forward import last_logits
 from halbench.tasks.spec import VerificationSpec
 
-CHECKS = ("necessity", "sufficiency", "minimality", "redundancy", "decoy_inert")
+CHECKS = ("necessity", "sufficiency", "minimality", "redundancy", "decoy_inert", "stability", "specificity")
 
 
 @dataclass
@@ -30,6 +36,7 @@ class Candidate:
     causes: list[list[int]]
     editable: list[int]
     decoys: list[int] = field(default_factory=list)
+    entity: list[int] = field(default_factory=list)  # evidence for the faithful answer (entity, stated fact)
     seed: tuple[int, ...] = (0,)
 
 
@@ -87,7 +94,19 @@ def plan_blocks(cand: Candidate, refills: int, neutral: np.ndarray) -> list[_Blo
             blocks.append(_Block("redundancy", _refill(base, list(alt), refills, neutral, rng), True))
     if cand.decoys:
         blocks.append(_Block("decoy_inert", _refill(base, list(cand.decoys), refills, neutral, rng), True))
+    incidental = [p for p in cand.editable if p not in set(union) | set(cand.entity)]
+    blocks.append(_Block("stability", _refill_some(base, incidental, refills, neutral, rng), True))
+    blocks.append(_Block("specificity", _refill(base, list(cand.editable), refills, neutral, rng), False))
     return blocks
+
+
+def _refill_some(base: np.ndarray, positions: list[int], n: int, neutral: np.ndarray, rng) -> np.ndarray:
+    """Refill a random half (each position by a coin flip) of ``positions`` in each row."""
+    rows = _refill(base, positions, n, neutral, rng)
+    keep = rng.random((n, len(positions))) < 0.5
+    if positions:
+        rows[:, positions] = np.where(keep, base[positions][None, :], rows[:, positions])
+    return rows
 
 
 def verify(
