@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from halbench import __version__
+from halbench.cli.eval_cmd import eval_, methods
 from halbench.cli.tasks_cmd import tasks
 
 
@@ -15,6 +16,8 @@ def cli() -> None:
 
 
 cli.add_command(tasks)
+cli.add_command(eval_)
+cli.add_command(methods)
 
 
 def main() -> None:

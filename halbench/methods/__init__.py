@@ -1,0 +1,1 @@
+"""Attribution methods that halbench runs against its planted causes."""

@@ -1,0 +1,75 @@
+"""Gradient baselines through captum: ``saliency``, ``grad_x_input``, ``integrated_gradients``.
+
+captum differentiates the Scorer's teacher-forced target log-probability with
+respect to the prompt's input embeddings; a position's score is the reduction
+of its embedding-sized attribution to one number (the L2 norm for saliency, the
+sum for the signed methods). Every forward/backward pass is charged by the Scorer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from captum.attr import InputXGradient, IntegratedGradients, Saliency
+
+from halbench.case import PublicCase
+from halbench.methods.base import Attribution, Method, masked_scores
+from halbench.scoring import Scorer
+
+
+def _forward(scorer: Scorer):
+    return lambda embeds: scorer.target_logprob_from_embeddings(embeds)
+
+
+def _per_position(attr: torch.Tensor, reduce: str) -> np.ndarray:
+    attr = attr.detach().float()[0]
+    return (attr.norm(dim=-1) if reduce == "norm" else attr.sum(-1)).cpu().numpy()
+
+
+class SaliencyMethod(Method):
+    name = "saliency"
+    description = "Norm of the gradient of the target log-probability w.r.t. each input embedding (captum Saliency)."
+    kind = "gradient"
+
+    def attribute(self, case: PublicCase, scorer: Scorer, rng: np.random.Generator) -> Attribution:
+        embeds = scorer.input_embeddings().requires_grad_()
+        attr = Saliency(_forward(scorer)).attribute(embeds, abs=True)
+        return Attribution(masked_scores(_per_position(attr, "norm"), case))
+
+
+class GradXInput(Method):
+    name = "grad_x_input"
+    description = "Gradient times input embedding, summed over the embedding (captum InputXGradient)."
+    kind = "gradient"
+
+    def attribute(self, case: PublicCase, scorer: Scorer, rng: np.random.Generator) -> Attribution:
+        embeds = scorer.input_embeddings().requires_grad_()
+        attr = InputXGradient(_forward(scorer)).attribute(embeds)
+        return Attribution(masked_scores(_per_position(attr, "sum"), case))
+
+
+class IntegratedGradientsMethod(Method):
+    name = "integrated_gradients"
+    description = (
+        "Integrated gradients (captum, Gauss-Legendre) from a baseline prompt whose editable positions hold the "
+        "mean neutral-filler embedding; steps sized to the budget (3 rows each), at most max_steps."
+    )
+    kind = "gradient"
+    defaults: ClassVar[dict[str, Any]] = {"max_steps": 32}
+
+    def attribute(self, case: PublicCase, scorer: Scorer, rng: np.random.Generator) -> Attribution:
+        embeds = scorer.input_embeddings()
+        remaining = scorer.remaining if scorer.remaining is not None else 3 * self.params["max_steps"]
+        steps = int(min(self.params["max_steps"], remaining // 3))
+        if steps < 2:
+            raise ValueError(f"integrated_gradients needs at least 6 rows, {remaining} left")
+        table = scorer.model.get_input_embeddings().weight.detach()
+        neutral = table[torch.as_tensor(scorer.replacements.neutral, device=table.device)].mean(0)
+        baseline = embeds.clone()
+        baseline[0, list(case.editable)] = neutral
+        attr = IntegratedGradients(_forward(scorer)).attribute(
+            embeds, baselines=baseline, n_steps=steps, internal_batch_size=steps
+        )
+        return Attribution(masked_scores(_per_position(attr, "sum"), case), extras={"steps": steps})

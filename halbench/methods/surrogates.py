@@ -1,0 +1,69 @@
+"""Surrogate-model baselines through captum: ``lime`` and ``kernel_shap``.
+
+Each editable position is one interpretable feature; an ablated feature takes
+a neutral filler token (captum ablates to one fixed baseline id, not a sample;
+fixed positions keep their token, so ablating them changes nothing). The
+number of sampled coalitions is the budget left, evaluated in batches
+(``perturbations_per_eval``), so captum's one-forward-per-sample default does
+not apply.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from captum.attr import KernelShap, Lime
+
+from halbench.case import PublicCase
+from halbench.methods.base import Attribution, Method, masked_scores
+from halbench.scoring import Scorer
+
+
+def _setup(case: PublicCase, scorer: Scorer, cap: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    ids = torch.as_tensor(scorer.prompt[None], dtype=torch.long)
+    baseline = ids.clone()
+    neutral = int(scorer.replacements.neutral[0]) if len(scorer.replacements.neutral) else 0
+    baseline[0, list(case.editable)] = neutral
+    mask = torch.zeros_like(ids)
+    mask[0, list(case.editable)] = torch.arange(1, len(case.editable) + 1)
+    remaining = scorer.remaining if scorer.remaining is not None else cap
+    return ids, baseline, mask, int(min(cap, remaining))
+
+
+def _forward(scorer: Scorer):
+    return lambda ids: torch.as_tensor(scorer.target_logprob(ids.cpu().numpy()), dtype=torch.float32)
+
+
+class _Surrogate(Method):
+    explainer: ClassVar[type]
+    defaults: ClassVar[dict[str, Any]] = {"max_samples": 1024, "batch": 256}
+
+    def attribute(self, case: PublicCase, scorer: Scorer, rng: np.random.Generator) -> Attribution:
+        ids, baseline, mask, samples = _setup(case, scorer, self.params["max_samples"])
+        if samples < 2:
+            raise ValueError(f"{self.name} needs at least 2 rows, {samples} left")
+        torch.manual_seed(int(rng.integers(2**31)))
+        attr = self.explainer(_forward(scorer)).attribute(
+            ids,
+            baselines=baseline,
+            feature_mask=mask,
+            n_samples=samples,
+            perturbations_per_eval=min(self.params["batch"], samples),
+        )
+        return Attribution(masked_scores(attr[0].detach().float().numpy(), case), extras={"samples": samples})
+
+
+class LimeMethod(_Surrogate):
+    name = "lime"
+    description = "LIME (captum): a lasso fitted to random coalitions of kept positions, weighted by similarity."
+    kind = "perturbation"
+    explainer = Lime
+
+
+class KernelShapMethod(_Surrogate):
+    name = "kernel_shap"
+    description = "KernelSHAP (captum): Shapley values estimated by weighted regression on sampled coalitions."
+    kind = "perturbation"
+    explainer = KernelShap

@@ -1,0 +1,47 @@
+"""A built task loaded for evaluation: model on a device, cases, and the shared replacement distributions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from halbench.case import PublicCase
+from halbench.scoring import Replacements, Scorer, resolve_device
+from halbench.tasks.artifacts import CASES, MODEL_DIR, read_cases, read_manifest
+
+
+@dataclass
+class TaskBundle:
+    name: str
+    folder: Path
+    manifest: dict
+    model: torch.nn.Module
+    records: list[dict]
+    replacements: Replacements
+
+    def cases(self, split: str = "test") -> list[dict]:
+        return [r for r in self.records if r["split"] == split]
+
+    def scorer(self, record: dict, budget: int | None = 1024, batch_rows: int = 256) -> Scorer:
+        return Scorer(self.model, PublicCase.from_record(record), self.replacements, budget, batch_rows)
+
+
+def load_bundle(folder: Path, device: str = "auto") -> TaskBundle:
+    """Load a task folder; the model gets eager attention so attention methods can read it."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    dev = resolve_device(device)
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(folder / MODEL_DIR, attn_implementation="eager", dtype=dtype)
+    model = model.to(dev).eval()
+    records = read_cases(folder / CASES)
+    tok = AutoTokenizer.from_pretrained(folder / MODEL_DIR)
+    fixed = {r["prompt_ids"][p] for r in records for p in set(range(len(r["prompt_ids"]))) - set(r["editable"])}
+    pool = [i for i in range(len(tok)) if i not in set(tok.all_special_ids) | fixed]
+    table = model.get_input_embeddings().weight
+    return TaskBundle(
+        manifest["task"], folder, manifest, model, records, Replacements(table, pool, manifest["neutral_ids"])
+    )
