@@ -21,7 +21,9 @@ demo: install
 	$(BIN)/halbench tasks show natural -n 2
 	$(BIN)/halbench tasks show conjunctive -n 1
 	$(BIN)/halbench tasks verify --all --sample 16
-	$(PY) scripts/independent_check.py --sample 40
+	$(PY) scripts/independent_check.py --sample 20
+	$(BIN)/halbench methods list
+	$(BIN)/halbench eval --method sat --task single --limit 40 --out build/demo-results
 
 test: install
 	$(BIN)/ruff check halbench tests scripts

@@ -28,7 +28,7 @@ def search_inputs(draw: st.DrawFn) -> dict:
     length = draw(st.integers(3, 10))
     n_rows = draw(st.integers(1, 40))
     vocab = draw(
-        st.lists(st.integers(-3, 2**23 + 5), min_size=1, max_size=5, unique=True)  # ids beyond a lookup table
+        st.lists(st.integers(-3, 2**21 + 5), min_size=1, max_size=5, unique=True)  # ids beyond a lookup table
         if draw(st.booleans())
         else st.lists(st.integers(0, 9), min_size=1, max_size=5, unique=True)
     )

@@ -12,7 +12,8 @@ Semantics (reference file and function in brackets)
   Candidates are TOKEN tuples, never position tuples.
 * Level 1 scores every distinct token of ``s`` (``utils/subseq.py: most_frequent_subsequence``,
   ``[(item,) for item in set(s)]``). The reference iterates a Python ``set``, whose order is an
-  implementation detail; here it is ascending token id (what CPython's set gives for small ids).
+  implementation detail; here it is ascending token id (CPython's order for small non-negative
+  ids; for large ids the reference's tie order at level 1 is arbitrary).
 * A candidate ``c`` is *contained* in a perturbed prompt when it is an ordered, not necessarily
   contiguous, subsequence of the whole prompt row, tokens compared by value (``is_subsequence``,
   ``count_occurrences``). With repeated tokens, or a replacement equal to another prompt token, this
@@ -43,19 +44,23 @@ Returned: every scored candidate per level (:class:`LevelTable`), the ranked lis
 (beam) candidates of all levels (score descending, then level, then rank in level), each with the
 original positions of its leftmost match in ``s``, and the reference's answer.
 
-Fast algorithm: tokens of ``s`` become a small alphabet; per prompt row, transition tables
-``NEXT[p, u]`` (first position ``>= p`` holding ``u``) and ``PREV[p, u]`` (last position ``<= p``)
-are stored as flat state offsets, so one gather advances a state. For each kept candidate and every
-prompt the state after each prefix (leftmost match) and before each suffix (rightmost match) is
-kept; then ``c[:i] + (u,) + c[i:]`` is contained in a row iff ``NEXT[lm(c[:i]), u] < rm(c[i:])``:
-one gather and one comparison per (candidate, prompt). Supports are row sums, totals a sequential
-``np.add.accumulate`` (the reference's left-to-right sum), and the same tables on ``s`` generate the
-candidates.
+Fast algorithm: the tokens of ``s`` become a small alphabet. For every row (each perturbed prompt,
+``s`` itself, and a dead row) two transition tables, NEXT (first ``u`` at or after ``p``) and PREV
+(last ``u`` before ``q``), are stored as flat state offsets, so advancing a state is one gather.
+Each kept candidate carries, in ``s`` and in every prompt that contains it, the state after each of
+its prefixes (leftmost match) and before each of its suffixes (rightmost match). A child
+``c[:i] + (u,) + c[i:]`` is in a row iff ``NEXT[lm(c[:i]), u] < rm(c[i:])``, and it can only be
+where ``c`` is, so only the parent's containing prompts are checked, as one ``[slots, children]``
+block: a few gathers and a comparison per (child, prompt). Supports are column counts; totals are
+column sums that add row after row, the reference's left-to-right loop, hence bit-identical. The
+same tables on ``s`` give each gap's window of insertable positions; children are packed into int64
+words for the lexicographic sort and deduplication.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import threading
 from collections.abc import Sequence
@@ -177,13 +182,12 @@ def _prepare(
 
 
 def _is_subsequence(sub: tuple[int, ...], seq: list[int]) -> bool:
-    """Two-pointer check, as the reference's ``is_subsequence``."""
-    i = 0
-    for tok in seq:
-        if i == len(sub):
-            break
-        if tok == sub[i]:
+    """Two-pointer check, the reference's ``is_subsequence`` loop as written there."""
+    i, j = 0, 0
+    while i < len(sub) and j < len(seq):
+        if sub[i] == seq[j]:
             i += 1
+        j += 1
     return i == len(sub)
 
 
@@ -281,13 +285,18 @@ def reference_search(
         level += 1
     flat = [sub for subs in kept_per_level for sub in subs]
     ranked = sorted(flat, key=lambda sub: sub.score, reverse=True)
+    return SearchResult(ranked=ranked, best=_reference_best(kept_per_level), levels=levels, max_level=inp.max_level)
+
+
+def _reference_best(kept_per_level: list[list[Subsequence]]) -> Subsequence | None:
+    """``analyze_subsequences``: each level's top; the first level whose top beats all before, and 0."""
     best: Subsequence | None = None
     highest = 0.0
     for subs in kept_per_level:
         if subs[0].score > highest:
             highest = subs[0].score
             best = subs[0]
-    return SearchResult(ranked=ranked, best=best, levels=levels, max_level=inp.max_level)
+    return best
 
 
 def _reference_table(
@@ -354,7 +363,7 @@ class _Tables:
     width: int
     length: int
     rows: int
-    tokens: np.ndarray  # 0..V-1
+    s_codes: np.ndarray  # codes of s
 
     @property
     def half(self) -> int:
@@ -387,7 +396,7 @@ def _tables(prompts: np.ndarray, s: np.ndarray, alpha: int, scratch: _Scratch) -
     codes = np.full((n_rows, length), alpha, dtype=np.int64)
     codes[:-2] = prompts
     codes[-2, : s.size] = s
-    tab = _Tables(np.empty(0), alpha + 1, length, n_rows, np.arange(alpha))
+    tab = _Tables(np.empty(0), alpha + 1, length, n_rows, s)
     dtype = np.int32 if n_rows * tab.slab < 2**31 else np.int64
     base = np.arange(n_rows, dtype=np.int64) * tab.slab
     table = scratch.get("table", (n_rows, 2, length + 2, tab.width), dtype)
@@ -401,7 +410,7 @@ def _tables(prompts: np.ndarray, s: np.ndarray, alpha: int, scratch: _Scratch) -
     for p in range(length):
         bwd[:, p + 2] = bwd[:, p + 1]
         bwd[rows, p + 2, codes[:, p]] = base + (p + 1) * tab.width
-    return _Tables(table.ravel(), tab.width, length, n_rows, tab.tokens)
+    return _Tables(table.ravel(), tab.width, length, n_rows, s)
 
 
 def _walk(
@@ -410,10 +419,11 @@ def _walk(
     """States [l + 1, pairs] of every prefix (leftmost match) and suffix (rightmost match) of the
     candidates ``codes [B, l]``, from the empty-prefix states ``first``; pair ``k`` belongs to candidate
     ``k % B``. Both walks share one gather per step. The states live in scratch buffer ``key``."""
-    length = codes.shape[1]
-    steps = scratch.get("steps", (length, 2, first.size), np.int64)
-    steps[:, 0] = np.tile(codes.T, first.size // codes.shape[0])
+    length, n_cand = codes.shape[1], codes.shape[0]
+    steps = scratch.get("steps", (length, 2, first.size // n_cand, n_cand), np.int64)
+    steps[:, 0] = codes.T[:, None, :]
     np.add(steps[::-1, 0], tab.half, out=steps[:, 1])
+    steps = steps.reshape(length, 2, first.size)
     states = scratch.get(key, (length + 1, 2, first.size), tab.table.dtype)
     states[0, 0] = first
     np.add(first, tab.fail, out=states[0, 1])
@@ -487,33 +497,37 @@ class _Children:
 def _children(beam: _Beam, tab: _Tables, bits: int) -> _Children:
     """Distinct one-token extensions that occur in ``s``, sorted as the reference sorts them.
 
-    Candidates are packed ``per = 62 // bits`` codes to an int64 word, most significant first, so
-    an insertion is a few shifts per word and lexicographic order is the order of the word tuples.
+    Inserting at gap ``i`` of ``c`` may use any position of ``s`` between the leftmost match of
+    ``c[:i]`` and the rightmost match of ``c[i:]``. Candidates are packed ``per = 62 // bits`` codes to
+    an int64 word, most significant first, so an insertion is a few shifts per word and the
+    lexicographic order of candidates is the order of their word tuples.
     """
-    length = beam.codes.shape[1]
-    ok = tab.table.take(beam.pre_s[:, :, None] + tab.tokens) < beam.suf_s[:, :, None]  # [l+1, B, V]
-    # inserting u before an equal token gives the same tuple as inserting it after: keep the last gap
-    ok[:length] &= beam.codes.T[:, :, None] != tab.tokens
-    gap, parent, tok = np.nonzero(ok)
+    n_cand, length = beam.codes.shape
+    low = tab.position(beam.pre_s).ravel()  # gap-major: window of (gap i, candidate b) at i * B + b
+    width = np.minimum(tab.position(beam.suf_s).ravel() - 1, tab.s_codes.size) - low
+    ends = np.cumsum(width)
+    where = np.arange(ends[-1]) + np.repeat(low - ends + width, width)
+    gap, parent = np.divmod(np.repeat(np.arange(width.size), width), n_cand)
+    tok = tab.s_codes[where]
     per = 62 // bits
-    n_words = length // per + 1
     words = beam.packed[parent]
-    if words.shape[1] < n_words:
+    if words.shape[1] <= length // per:  # one more word needed
         words = np.concatenate([words, np.zeros((words.shape[0], 1), dtype=np.int64)], axis=1)
-    carried = np.zeros_like(words)  # each word's last code moves to the front of the next word
-    carried[:, 1:] = (words[:, :-1] & ((1 << bits) - 1)) << (bits * (per - 1))
     at, digit = np.divmod(gap, per)
     cut = bits * (per - digit)  # bits below the codes that stay in place in the insertion word
     row = np.arange(words.shape[0])
     word = words[row, at]
     high = (word >> cut) << cut
-    words[row, at] = high | (tok << (cut - bits)) | ((word - high) >> bits)
-    after = np.arange(n_words) > at[:, None]
-    words[after] = carried[after] | (words[after] >> bits)
+    inserted = high | (tok << (cut - bits)) | ((word - high) >> bits)
+    if words.shape[1] > 1:  # words after the insertion shift by one code, taking the previous word's last
+        shifted = words >> bits
+        shifted[:, 1:] |= (words[:, :-1] & ((1 << bits) - 1)) << (bits * (per - 1))
+        words = np.where(np.arange(words.shape[1]) > at[:, None], shifted, words)
+    words[row, at] = inserted
     first = _sorted_unique(words)
     packed = words[first]
     shifts = bits * np.arange(per - 1, -1, -1)
-    codes = ((packed[:, :, None] >> shifts) & ((1 << bits) - 1)).reshape(packed.shape[0], per * n_words)
+    codes = ((packed[:, :, None] >> shifts) & ((1 << bits) - 1)).reshape(packed.shape[0], per * packed.shape[1])
     return _Children(codes[:, : length + 1], packed, gap[first], parent[first], tok[first], first.argsort())
 
 
@@ -639,7 +653,7 @@ def _next_beam(
 def _alphabet_codes(values: np.ndarray, alphabet: np.ndarray) -> np.ndarray:
     """Codes ``0..V-1`` for alphabet tokens, ``V`` for anything else."""
     low, high = int(values.min()), int(values.max())
-    if low >= 0 and high < 1 << 22:  # token ids: a lookup table is one gather
+    if low >= 0 and high < 1 << 20:  # token ids: a lookup table is one gather
         lut = np.full(max(high, int(alphabet[-1])) + 1, alphabet.size, dtype=np.int64)
         lut[alphabet] = np.arange(alphabet.size)
         return lut[values]
@@ -657,7 +671,11 @@ def fast_search(
     max_level: int | None = None,
     max_level_rate: float = 0.9,
 ) -> SearchResult:
-    """Vectorised :func:`reference_search` (same arguments, identical result)."""
+    """Vectorised :func:`reference_search`: same arguments, identical result (see the module docstring).
+
+    Work buffers are kept per thread between calls (tens of MB for 1024 perturbations of a 64-token
+    prompt), so running it prompt after prompt does not pay for fresh memory each time.
+    """
     inp = _prepare(original, perturbed, y, positions, beam, max_level, max_level_rate)
     s = inp.original[inp.positions]
     alphabet = np.unique(s)
@@ -693,16 +711,19 @@ def fast_search(
 
 def _ranked(levels: list[LevelTable], where: list[np.ndarray]) -> list[Subsequence]:
     """Kept candidates of all levels, score descending; ties: lower level, then rank in level."""
-    entries = []
+    entries: list[Subsequence] = []
     for table, positions in zip(levels, where, strict=True):
         rank = table.order[: table.kept]
-        tokens = table.tokens[rank].tolist()
-        scores = table.scores[rank].tolist()
-        support = table.support[rank].tolist()
-        for k, pos in enumerate(positions.tolist()):
-            entries.append(Subsequence(tuple(pos), tuple(tokens[k]), scores[k], support[k], table.level))
-    scores = np.array([e.score for e in entries], dtype=np.float64)
-    return [entries[k] for k in (-scores).argsort(kind="stable")]
+        fields = (
+            map(tuple, positions.tolist()),
+            map(tuple, table.tokens[rank].tolist()),
+            table.scores[rank].tolist(),
+            table.support[rank].tolist(),
+            itertools.repeat(table.level),
+        )
+        entries.extend(map(Subsequence, *fields))
+    scores = np.array([entry.score for entry in entries], dtype=np.float64)
+    return [entries[k] for k in (-scores).argsort(kind="stable").tolist()]
 
 
 # --------------------------------------------------------------------------- per-position scores
