@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTHON ?= python3
 
-.PHONY: install demo test lint tasks clean
+.PHONY: install demo test bench tasks clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,9 +26,13 @@ demo: install
 	$(BIN)/halbench eval --method sat --task single --limit 40 --out build/demo-results
 
 test: install
-	$(BIN)/ruff check halbench tests scripts
-	$(BIN)/ruff format --check halbench tests scripts
+	$(BIN)/ruff check halbench tests scripts benchmarks
+	$(BIN)/ruff format --check halbench tests scripts benchmarks
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q
+
+# SAT search speed against the plain-Python reference (exact equality checked; about 3 minutes).
+bench: install
+	$(PY) benchmarks/sat_search.py
 
 # Rebuild every task's committed artifacts (about 20 minutes on 2 cores).
 tasks: install
