@@ -73,9 +73,9 @@ def score_case(method: Method, bundle: TaskBundle, record: dict, config: EvalCon
         attribution.validate(scorer.case)
     except Exception as exc:  # a method's failure is that case's failure, not the run's
         out.update(status="failed", reason=f"{type(exc).__name__}: {exc}")
-        out["cost"] = {**scorer.cost.as_record(), "seconds": round(time.perf_counter() - start, 4)}
         return out
-    out["cost"] = {**scorer.cost.as_record(), "seconds": round(time.perf_counter() - start, 4)}
+    finally:
+        out["cost"] = {**scorer.cost.as_record(), "seconds": round(time.perf_counter() - start, 4)}
     scores = np.asarray(attribution.scores, dtype=np.float64)
     evaluator = bundle.scorer(record, budget=None)
     metrics = localization_metrics(scores, record["causes"], record["editable"])

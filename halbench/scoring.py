@@ -126,6 +126,10 @@ class Scorer:
     def remaining(self) -> int | None:
         return None if self.budget is None else self.budget - self.cost.rows
 
+    def rows_left(self, cap: int) -> int:
+        """Rows a method may still spend, at most ``cap`` (``cap`` itself when there is no budget)."""
+        return cap if self.budget is None else max(0, min(cap, self.remaining))
+
     def _charge(self, forward: int, backward: int = 0) -> None:
         needed = forward + 2 * backward
         if self.budget is not None and self.cost.rows + needed > self.budget:

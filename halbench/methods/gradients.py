@@ -28,6 +28,12 @@ def _per_position(attr: torch.Tensor, reduce: str) -> np.ndarray:
     return (attr.norm(dim=-1) if reduce == "norm" else attr.sum(-1)).cpu().numpy()
 
 
+def _scores(case: PublicCase, scorer: Scorer, explainer: type, reduce: str, embeds: torch.Tensor, **kw) -> np.ndarray:
+    """Run a captum explainer on the prompt's embeddings and reduce to one score per position."""
+    attr = explainer(_forward(scorer)).attribute(embeds, **kw)
+    return masked_scores(_per_position(attr, reduce), case)
+
+
 class SaliencyMethod(Method):
     name = "saliency"
     description = "Norm of the gradient of the target log-probability w.r.t. each input embedding (captum Saliency)."
@@ -35,8 +41,7 @@ class SaliencyMethod(Method):
 
     def attribute(self, case: PublicCase, scorer: Scorer, rng: np.random.Generator) -> Attribution:
         embeds = scorer.input_embeddings().requires_grad_()
-        attr = Saliency(_forward(scorer)).attribute(embeds, abs=True)
-        return Attribution(masked_scores(_per_position(attr, "norm"), case))
+        return Attribution(_scores(case, scorer, Saliency, "norm", embeds, abs=True))
 
 
 class GradXInput(Method):
@@ -46,8 +51,7 @@ class GradXInput(Method):
 
     def attribute(self, case: PublicCase, scorer: Scorer, rng: np.random.Generator) -> Attribution:
         embeds = scorer.input_embeddings().requires_grad_()
-        attr = InputXGradient(_forward(scorer)).attribute(embeds)
-        return Attribution(masked_scores(_per_position(attr, "sum"), case))
+        return Attribution(_scores(case, scorer, InputXGradient, "sum", embeds))
 
 
 class IntegratedGradientsMethod(Method):
@@ -61,15 +65,22 @@ class IntegratedGradientsMethod(Method):
 
     def attribute(self, case: PublicCase, scorer: Scorer, rng: np.random.Generator) -> Attribution:
         embeds = scorer.input_embeddings()
-        remaining = scorer.remaining if scorer.remaining is not None else 3 * self.params["max_steps"]
-        steps = int(min(self.params["max_steps"], remaining // 3))
+        remaining = scorer.rows_left(3 * self.params["max_steps"])
+        steps = remaining // 3
         if steps < 2:
             raise ValueError(f"integrated_gradients needs at least 6 rows, {remaining} left")
         table = scorer.model.get_input_embeddings().weight.detach()
         neutral = table[torch.as_tensor(scorer.replacements.neutral, device=table.device)].mean(0)
         baseline = embeds.clone()
         baseline[0, list(case.editable)] = neutral
-        attr = IntegratedGradients(_forward(scorer)).attribute(
-            embeds, baselines=baseline, n_steps=steps, internal_batch_size=steps
+        scores = _scores(
+            case,
+            scorer,
+            IntegratedGradients,
+            "sum",
+            embeds,
+            baselines=baseline,
+            n_steps=steps,
+            internal_batch_size=steps,
         )
-        return Attribution(masked_scores(_per_position(attr, "sum"), case), extras={"steps": steps})
+        return Attribution(scores, extras={"steps": steps})

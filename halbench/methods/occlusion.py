@@ -24,7 +24,7 @@ class Occlusion(Method):
 
     def attribute(self, case: PublicCase, scorer: Scorer, rng: np.random.Generator) -> Attribution:
         positions = list(case.editable)
-        budget = scorer.remaining if scorer.remaining is not None else 1 + len(positions) * self.params["max_draws"]
+        budget = scorer.rows_left(1 + len(positions) * self.params["max_draws"])
         draws = int(min(self.params["max_draws"], max(1, (budget - 1) // max(1, len(positions)))))
         base = scorer.target_logprob(scorer.prompt[None])[0]
         mask = np.zeros((len(positions) * draws, case.length), dtype=bool)

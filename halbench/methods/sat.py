@@ -39,7 +39,7 @@ class SAT(Method):
 
     def attribute(self, case: PublicCase, scorer: Scorer, rng: np.random.Generator) -> Attribution:
         cap = self.params["max_perturbations"]
-        n = int(min(cap, scorer.remaining if scorer.remaining is not None else cap))
+        n = scorer.rows_left(cap)
         if n < 2:
             raise ValueError(f"sat needs at least 2 rows, {n} left")
         perturbed, _ = scorer.perturb(rng, n, self.params["rate"], self.params["replacement"])

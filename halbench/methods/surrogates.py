@@ -28,8 +28,7 @@ def _setup(case: PublicCase, scorer: Scorer, cap: int) -> tuple[torch.Tensor, to
     baseline[0, list(case.editable)] = neutral
     mask = torch.zeros_like(ids)
     mask[0, list(case.editable)] = torch.arange(1, len(case.editable) + 1)
-    remaining = scorer.remaining if scorer.remaining is not None else cap
-    return ids, baseline, mask, int(min(cap, remaining))
+    return ids, baseline, mask, scorer.rows_left(cap)
 
 
 def _forward(scorer: Scorer):

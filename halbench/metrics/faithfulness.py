@@ -69,13 +69,15 @@ def _keep_only(evaluator: Scorer, draws: np.ndarray, kept: list[int]) -> np.ndar
 def faithfulness_metrics(scores: np.ndarray, evaluator: Scorer, draws: np.ndarray) -> dict[str, float]:
     """S_rep at each alpha, comprehensiveness and sufficiency for one case's scores, in one batched call."""
     editable = list(evaluator.case.editable)
-    blocks = [_keep_only(evaluator, draws, top_fraction_positions(scores, editable, a)) for a in ALPHAS]
-    top = top_fraction_positions(scores, editable, ERASER_FRACTION)
-    rest = [p for p in editable if p not in set(top)]
-    blocks += [_keep_only(evaluator, draws, rest), _keep_only(evaluator, draws, top)]
+    fractions = sorted({*ALPHAS, ERASER_FRACTION})  # each kept set is scored once
+    kept = {f: top_fraction_positions(scores, editable, f) for f in fractions}
+    top = set(kept[ERASER_FRACTION])
+    blocks = [_keep_only(evaluator, draws, kept[f]) for f in fractions]
+    blocks.append(_keep_only(evaluator, draws, [p for p in editable if p not in top]))
     probs = evaluator.target_prob(np.concatenate([evaluator.prompt[None, :], *blocks]))
     base, means = probs[0], probs[1:].reshape(len(blocks), -1).mean(1)
-    out = {f"s_rep@{a}": float(m) for a, m in zip(ALPHAS, means, strict=False)}
-    out["comprehensiveness"] = float(base - means[len(ALPHAS)])
-    out["sufficiency"] = float(base - means[len(ALPHAS) + 1])
+    kept_mean = dict(zip(fractions, means[:-1], strict=True))
+    out = {f"s_rep@{a}": float(kept_mean[a]) for a in ALPHAS}
+    out["comprehensiveness"] = float(base - means[-1])
+    out["sufficiency"] = float(base - kept_mean[ERASER_FRACTION])
     return out

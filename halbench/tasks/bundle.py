@@ -40,7 +40,8 @@ def load_bundle(folder: Path, device: str = "auto") -> TaskBundle:
     records = read_cases(folder / CASES)
     tok = AutoTokenizer.from_pretrained(folder / MODEL_DIR)
     fixed = {r["prompt_ids"][p] for r in records for p in set(range(len(r["prompt_ids"]))) - set(r["editable"])}
-    pool = [i for i in range(len(tok)) if i not in set(tok.all_special_ids) | fixed]
+    excluded = set(tok.all_special_ids) | fixed
+    pool = [i for i in range(len(tok)) if i not in excluded]
     table = model.get_input_embeddings().weight
     return TaskBundle(
         manifest["task"], folder, manifest, model, records, Replacements(table, pool, manifest["neutral_ids"])
