@@ -63,7 +63,22 @@ def read_done(path: Path) -> list[dict]:
     return records
 
 
-def score_case(method: Method, bundle: TaskBundle, record: dict, config: EvalConfig) -> dict:
+class MetricMemo:
+    """Faithfulness rows already scored, per case, for one task, seed and refill count.
+
+    Share one across the methods and budgets of a task in one process: a kept set is scored once.
+    """
+
+    def __init__(self) -> None:
+        self._cases: dict[tuple, dict] = {}
+
+    def for_case(self, case_id: str, config: EvalConfig) -> dict:
+        return self._cases.setdefault((case_id, config.seed, config.refills), {})
+
+
+def score_case(
+    method: Method, bundle: TaskBundle, record: dict, config: EvalConfig, memo: MetricMemo | None = None
+) -> dict:
     scorer = bundle.scorer(record, budget=config.budget)
     rng = np.random.default_rng([config.seed, zlib.crc32(record["id"].encode())])
     out: dict = {"id": record["id"]}
@@ -79,7 +94,9 @@ def score_case(method: Method, bundle: TaskBundle, record: dict, config: EvalCon
     scores = np.asarray(attribution.scores, dtype=np.float64)
     evaluator = bundle.scorer(record, budget=None)
     metrics = localization_metrics(scores, record["causes"], record["editable"])
-    metrics.update(faithfulness_metrics(scores, evaluator, case_draws(evaluator, config.refills, config.seed)))
+    draws = case_draws(evaluator, config.refills, config.seed)
+    case_memo = None if memo is None else memo.for_case(record["id"], config)
+    metrics.update(faithfulness_metrics(scores, evaluator, draws, case_memo))
     out.update(status="ok", scores=[round(float(s), 6) for s in scores], metrics=metrics)
     if attribution.subsequence is not None:
         out["subsequence"] = [int(p) for p in attribution.subsequence]
@@ -119,7 +136,7 @@ def git_revision() -> str | None:
     return done.stdout.strip() or None
 
 
-def evaluate(bundle: TaskBundle, config: EvalConfig, progress: bool = True) -> dict:
+def evaluate(bundle: TaskBundle, config: EvalConfig, progress: bool = True, memo: MetricMemo | None = None) -> dict:
     """Evaluate ``config.method`` on ``bundle``'s split, resuming from earlier per-case records."""
     method = get_method(config.method, **config.params)
     cases_path, summary_path = result_paths(config, bundle.name)
@@ -137,7 +154,7 @@ def evaluate(bundle: TaskBundle, config: EvalConfig, progress: bool = True) -> d
         ):
             if record["id"] in done:
                 continue
-            result = score_case(method, bundle, record, config)
+            result = score_case(method, bundle, record, config, memo)
             handle.write(json.dumps(result, sort_keys=True) + "\n")
             handle.flush()
             os.fsync(handle.fileno())

@@ -9,13 +9,26 @@ costs one forward row.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from halbench.case import PublicCase
+
+
+@contextlib.contextmanager
+def _eager_attention(model: torch.nn.Module) -> Iterator[None]:
+    """Eager attention for the duration (fused kernels do not return attention weights)."""
+    before = model.config._attn_implementation
+    model.set_attn_implementation("eager")
+    try:
+        yield
+    finally:
+        model.set_attn_implementation(before)
 
 
 class BudgetExceeded(RuntimeError):
@@ -147,6 +160,12 @@ class Scorer:
         tail = self._target[:-1].expand(ids.shape[0], -1)
         return torch.cat([ids, tail], dim=1)
 
+    def _logprob_of_ids(self, full: torch.Tensor, length: int) -> torch.Tensor:
+        """Like :meth:`_logprob_from_logits` but applies the LM head only where the target is read."""
+        hidden = self.model.base_model(input_ids=full).last_hidden_state
+        head = self.model.get_output_embeddings()
+        return self._logprob_from_logits(head(hidden[:, length - 1 : length - 1 + len(self._target)]), 1)
+
     def _logprob_from_logits(self, logits: torch.Tensor, length: int) -> torch.Tensor:
         """Sum of the target tokens' log-probabilities, read at the positions that predict them."""
         steps = logits[:, length - 1 : length - 1 + len(self._target)].float().log_softmax(-1)
@@ -162,13 +181,58 @@ class Scorer:
         start, out = time.perf_counter(), []
         with torch.inference_mode():
             for chunk in ids.split(self.batch_rows):
-                full = self._with_target(chunk.to(self.device))
-                out.append(self._logprob_from_logits(self.model(input_ids=full).logits, ids.shape[1]).cpu())
+                out.append(self._logprob_of_ids(self._with_target(chunk.to(self.device)), ids.shape[1]).cpu())
         self.cost.seconds += time.perf_counter() - start
         return torch.cat(out).numpy().astype(np.float64) if out else np.zeros(0)
 
     def target_prob(self, input_ids: np.ndarray | torch.Tensor) -> np.ndarray:
         return np.exp(self.target_logprob(input_ids))
+
+    # -- sampling (generate and match) ---------------------------------------------------------------------
+    def generate(
+        self, input_ids: np.ndarray, rng: np.random.Generator, new_tokens: int | None = None, temperature: float = 1.0
+    ) -> np.ndarray:
+        """Ancestral sampling of ``new_tokens`` (default: the target's length) after each row: ``[B, T]``.
+
+        Charged one forward row per row and generated token. Seeded from ``rng``, so it is reproducible.
+        """
+        ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
+        steps = len(self._target) if new_tokens is None else int(new_tokens)
+        if ids.ndim != 2 or steps < 1 or not temperature > 0:
+            raise ValueError("generate needs [B, L] input_ids, new_tokens >= 1 and temperature > 0")
+        self._charge(ids.shape[0] * steps)
+        start, out = time.perf_counter(), []
+        gen = torch.Generator(device=self.device).manual_seed(int(rng.integers(2**62)))
+        head = self.model.get_output_embeddings()
+        with torch.inference_mode():
+            for chunk in ids.split(self.batch_rows):
+                seq = chunk.to(self.device)
+                for _ in range(steps):
+                    hidden = self.model.base_model(input_ids=seq).last_hidden_state[:, -1]
+                    probs = (head(hidden).float() / temperature).softmax(-1)
+                    seq = torch.cat([seq, torch.multinomial(probs, 1, generator=gen)], dim=1)
+                out.append(seq[:, chunk.shape[1] :].cpu())
+        self.cost.seconds += time.perf_counter() - start
+        return torch.cat(out).numpy()
+
+    def sampled_hallucination(
+        self,
+        input_ids: np.ndarray,
+        rng: np.random.Generator,
+        samples: int = 1,
+        temperature: float = 1.0,
+        match: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """Per row, the share of ``samples`` generated continuations that hallucinate (the paper's estimate).
+
+        ``match`` maps generated ids ``[B, T]`` to booleans; by default a continuation hallucinates when
+        it equals the target. Its expectation is :meth:`target_prob` (at temperature 1); this is the
+        sampled estimate, for models whose hallucination is a property of free text.
+        """
+        rows = np.repeat(np.asarray(input_ids), samples, axis=0)
+        generated = self.generate(rows, rng, temperature=temperature)
+        hits = match(generated) if match else (generated == self._target.cpu().numpy()[None, :]).all(1)
+        return np.asarray(hits, dtype=np.float64).reshape(-1, samples).mean(1)
 
     # -- gradients and attention ----------------------------------------------------------------------------
     def input_embeddings(self, input_ids: np.ndarray | None = None) -> torch.Tensor:
@@ -193,7 +257,7 @@ class Scorer:
         ids = torch.as_tensor(self.prompt[None] if input_ids is None else np.asarray(input_ids), dtype=torch.long)
         self._charge(ids.shape[0])
         start = time.perf_counter()
-        with torch.inference_mode():
+        with torch.inference_mode(), _eager_attention(self.model):
             out = self.model(input_ids=ids.to(self.device), output_attentions=True)
         self.cost.seconds += time.perf_counter() - start
         return [a.float().cpu() for a in out.attentions]

@@ -60,6 +60,7 @@ def search_inputs(draw: st.DrawFn) -> dict:
         "positions": positions,
         "beam": draw(st.integers(1, 5)),
         "max_level": max_level,
+        "shrinkage": draw(st.sampled_from([0.0, 0.0, 0.5, 1.0, 4.0])),
     }
 
 
@@ -67,7 +68,7 @@ def search_inputs(draw: st.DrawFn) -> dict:
 @given(search_inputs())
 def test_fast_equals_reference(case: dict) -> None:
     args = (case["original"], case["perturbed"], case["y"], case["positions"])
-    options = {"beam": case["beam"], "max_level": case["max_level"]}
+    options = {"beam": case["beam"], "max_level": case["max_level"], "shrinkage": case["shrinkage"]}
     ref = reference_search(*args, **options)
     fast = fast_search(*args, **options)
     assert fast == ref

@@ -28,7 +28,8 @@ def _param(values: tuple[str, ...]) -> dict:
 
 
 @click.command("eval")
-@click.option("--method", "method_name", required=True, help="a registered method (halbench methods list)")
+@click.option("--method", "method_names", multiple=True, help="a registered method (repeatable; halbench methods list)")
+@click.option("--all-methods", is_flag=True, help="every registered method")
 @click.option("--task", "tasks", multiple=True, help="task name or folder (repeatable)")
 @click.option("--all", "all_", is_flag=True, help="every task")
 @click.option("--split", type=click.Choice(["test", "dev"]), default="test", show_default=True)
@@ -39,14 +40,23 @@ def _param(values: tuple[str, ...]) -> dict:
 @click.option("--seed", default=0, show_default=True)
 @click.option("--param", "params", multiple=True, help="method hyper-parameter KEY=VALUE (repeatable)")
 @click.option("--progress/--no-progress", default=True)
-def eval_(method_name, tasks, all_, split, limit, budgets, device, out, seed, params, progress) -> None:
-    """Run a method on tasks at each budget; resumes from earlier per-case results."""
+def eval_(method_names, all_methods, tasks, all_, split, limit, budgets, device, out, seed, params, progress) -> None:
+    """Run methods on tasks at each budget; resumes from earlier per-case results.
+
+    Methods and budgets of one task share its metric rows (each kept set is scored once).
+    """
     from halbench.cli.render import table
-    from halbench.runner import EvalConfig, evaluate
+    from halbench.runner import EvalConfig, MetricMemo, evaluate
     from halbench.tasks.bundle import load_bundle
 
+    names = list(registered()) if all_methods else list(method_names)
+    if not names:
+        raise click.UsageError("give --method NAME or --all-methods")
+    if params and len(names) > 1:
+        raise click.UsageError("--param applies to one method; give a single --method with it")
     try:
-        get_method(method_name, **_param(params))
+        for name in names:
+            get_method(name, **_param(params))
         refs = [resolve(t) for t in (task_names() if all_ else tasks)]
     except (MethodError, UnknownTaskError) as exc:
         raise click.ClickException(str(exc)) from None
@@ -54,12 +64,12 @@ def eval_(method_name, tasks, all_, split, limit, budgets, device, out, seed, pa
         raise click.UsageError("give --task NAME or --all")
     rows = []
     for ref in refs:
-        bundle = load_bundle(ref.artifacts, device=device)
-        for budget in budgets or BUDGETS:
-            config = EvalConfig(method_name, _param(params), split, limit, budget, seed, out=out)
-            summary = evaluate(bundle, config, progress=progress)
-            rows.append(_row(summary))
-    click.echo(table(["task", "budget", "cases", "failed", *SHOWN, "rows/case", "s/case"], rows))
+        bundle, memo = load_bundle(ref.artifacts, device=device), MetricMemo()
+        for name in names:
+            for budget in budgets or BUDGETS:
+                config = EvalConfig(name, _param(params), split, limit, budget, seed, out=out)
+                rows.append(_row(evaluate(bundle, config, progress=progress, memo=memo)))
+    click.echo(table(["task", "method", "budget", "cases", "failed", *SHOWN, "rows/case", "s/case"], rows))
 
 
 def _row(summary: dict) -> list[str]:
@@ -70,6 +80,7 @@ def _row(summary: dict) -> list[str]:
     cost = summary["cost"]
     return [
         summary["task"],
+        summary["method"],
         str(summary["budget"]),
         str(summary["cases"]),
         str(summary["failed"]),

@@ -145,6 +145,7 @@ def _prepare(
     beam: int,
     max_level: int | None,
     max_level_rate: float,
+    shrinkage: float = 0.0,
 ) -> _Inputs:
     """Check the inputs and normalise dtypes; ``max_level`` defaults to ``ceil(rate * len(s))``."""
     orig = np.asarray(original)
@@ -165,6 +166,8 @@ def _prepare(
         raise ValueError("positions must be strictly increasing positions of the prompt")
     if beam < 1:
         raise ValueError("beam must be >= 1")
+    if not shrinkage >= 0:
+        raise ValueError("shrinkage must be >= 0")
     level = math.ceil(max_level_rate * pos.size) if max_level is None else int(max_level)
     if level < 0:
         raise ValueError("max_level must be >= 0")
@@ -191,18 +194,39 @@ def _is_subsequence(sub: tuple[int, ...], seq: list[int]) -> bool:
     return i == len(sub)
 
 
-def _reference_score(cand: tuple[int, ...], rows: list[list[int]], ys: list[float]) -> tuple[float, int]:
-    """``(score, support)`` of one candidate, with the reference's float expression."""
+def _reference_score(
+    cand: tuple[int, ...], rows: list[list[int]], ys: list[float], shrinkage: float = 0.0
+) -> tuple[float, int]:
+    """``(score, support)`` of one candidate, with the reference's float expression (or the shrunk one)."""
     count = 0
     total = 0.0
     for seq, value in zip(rows, ys, strict=True):
         if _is_subsequence(cand, seq):
             count += 1
             total += value
+    if shrinkage > 0:
+        return _shrunk(total, count, shrinkage, _prior(ys)), count
     if count == 0:
         return 0.0, 0
     n = len(rows)
     return (total / n) / (count / n), count
+
+
+def _prior(ys: Sequence[float] | np.ndarray) -> float:
+    """The mean hallucination over all perturbed prompts, summed left to right like the totals."""
+    total = 0.0
+    for value in ys:
+        total += float(value)
+    return total / len(ys)
+
+
+def _shrunk(total, count, shrinkage: float, prior: float):
+    """Posterior-mean score: ``shrinkage`` pseudo-prompts at the overall mean join the candidate's own.
+
+    Why: with no minimum support the reference ranks a long candidate seen in one or two prompts
+    above the short cause seen in dozens; shrinking toward the mean weighs each estimate by its support.
+    """
+    return (total + shrinkage * prior) / (count + shrinkage)
 
 
 def _leftmost_ends(cand: tuple[int, ...], s: list[int]) -> list[int]:
@@ -255,14 +279,16 @@ def reference_search(
     beam: int = 20,
     max_level: int | None = None,
     max_level_rate: float = 0.9,
+    shrinkage: float = 0.0,
 ) -> SearchResult:
     """SAT's beam search over token subsequences, in plain loops like the reference.
 
     ``original``: prompt token ids [L]; ``perturbed``: [N, L] perturbed prompts; ``y``: [N] hallucination
     value per perturbed prompt (indicator or probability); ``positions``: editable positions (default
-    all); ``beam``: beam width; ``max_level``: deepest level (default ``ceil(max_level_rate * E)``).
+    all); ``beam``: beam width; ``max_level``: deepest level (default ``ceil(max_level_rate * E)``);
+    ``shrinkage``: 0 is the paper's score, ``m > 0`` scores ``(total + m * mean(y)) / (support + m)``.
     """
-    inp = _prepare(original, perturbed, y, positions, beam, max_level, max_level_rate)
+    inp = _prepare(original, perturbed, y, positions, beam, max_level, max_level_rate, shrinkage)
     pos = inp.positions.tolist()
     s = [int(inp.original[p]) for p in pos]
     rows = inp.perturbed.tolist()
@@ -272,7 +298,7 @@ def reference_search(
     kept_per_level: list[list[Subsequence]] = []
     level = 1
     while level <= inp.max_level and cands:
-        stats = [_reference_score(c, rows, ys) for c in cands]
+        stats = [_reference_score(c, rows, ys, shrinkage) for c in cands]
         order = sorted(range(len(cands)), key=lambda k: stats[k][0], reverse=True)
         kept = [cands[k] for k in order[: inp.beam]]
         levels.append(_reference_table(level, cands, stats, order, len(kept)))
@@ -598,7 +624,7 @@ def _sums(
 
 
 def _score_children(
-    beam: _Beam, ch: _Children, tab: _Tables, scratch: _Scratch, n: int
+    beam: _Beam, ch: _Children, tab: _Tables, scratch: _Scratch, n: int, shrink: tuple[float, float]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """``(scores, support, inside)`` with the reference's arithmetic.
 
@@ -621,6 +647,8 @@ def _score_children(
             for level in np.unique(bucket[bucket > 0]):
                 sel = np.flatnonzero(bucket == level)
                 _, support[order[sel]], total[order[sel]] = _sums(beam, parent[sel], gap[sel], tok[sel], tab, scratch)
+    if shrink[0] > 0:
+        return _shrunk(total, support, *shrink), support, inside
     scores = np.zeros(ch.gap.size, dtype=np.float64)
     np.divide(total / n, support / n, out=scores, where=support > 0)
     return scores, support, inside
@@ -670,13 +698,14 @@ def fast_search(
     beam: int = 20,
     max_level: int | None = None,
     max_level_rate: float = 0.9,
+    shrinkage: float = 0.0,
 ) -> SearchResult:
     """Vectorised :func:`reference_search`: same arguments, identical result (see the module docstring).
 
     Work buffers are kept per thread between calls (tens of MB for 1024 perturbations of a 64-token
     prompt), so running it prompt after prompt does not pay for fresh memory each time.
     """
-    inp = _prepare(original, perturbed, y, positions, beam, max_level, max_level_rate)
+    inp = _prepare(original, perturbed, y, positions, beam, max_level, max_level_rate, shrinkage)
     s = inp.original[inp.positions]
     alphabet = np.unique(s)
     bits = max(1, (alphabet.size - 1).bit_length())
@@ -684,6 +713,7 @@ def fast_search(
     scratch = _scratch()
     tab = _tables(_alphabet_codes(inp.perturbed, alphabet), _alphabet_codes(s, alphabet), alphabet.size, scratch)
     y_rows = np.concatenate([inp.y, [0.0, 0.0]])  # s and the dead row carry no y
+    shrink = (float(shrinkage), _prior(inp.y) if shrinkage > 0 else 0.0)
     empty = np.zeros((1, 0), dtype=np.int64)  # the empty parent of level 1, in every prompt
     every = np.arange(n_rows)[:, None]
     state = _beam(empty, np.zeros((1, 1), np.int64), every, np.array([n_rows]), tab, y_rows, scratch, "odd")
@@ -693,7 +723,7 @@ def fast_search(
         ch = _children(state, tab, bits)
         if ch.gap.size == 0:
             break
-        scores, support, inside = _score_children(state, ch, tab, scratch, n_rows)
+        scores, support, inside = _score_children(state, ch, tab, scratch, n_rows, shrink)
         order = (-scores).argsort(kind="stable")
         kept = order[: inp.beam]
         levels.append(LevelTable(level, alphabet[ch.codes], scores, support, order, kept.size))

@@ -66,18 +66,30 @@ def _keep_only(evaluator: Scorer, draws: np.ndarray, kept: list[int]) -> np.ndar
     return np.where(keep[None, :], evaluator.prompt[None, :], draws)
 
 
-def faithfulness_metrics(scores: np.ndarray, evaluator: Scorer, draws: np.ndarray) -> dict[str, float]:
-    """S_rep at each alpha, comprehensiveness and sufficiency for one case's scores, in one batched call."""
+def faithfulness_metrics(
+    scores: np.ndarray, evaluator: Scorer, draws: np.ndarray, memo: dict | None = None
+) -> dict[str, float]:
+    """S_rep at each alpha, comprehensiveness and sufficiency for one case's scores.
+
+    Each distinct kept set is one model call of exactly ``len(draws)`` rows, so its number never
+    depends on what else was scored with it; that is what makes ``memo`` exact. ``memo`` (one per
+    case, seed and refill count, shared across methods and budgets) skips kept sets already scored:
+    methods often agree on their top positions, and budget-independent methods repeat every set.
+    """
+    memo = {} if memo is None else memo
     editable = list(evaluator.case.editable)
-    fractions = sorted({*ALPHAS, ERASER_FRACTION})  # each kept set is scored once
+    fractions = sorted({*ALPHAS, ERASER_FRACTION})
     kept = {f: top_fraction_positions(scores, editable, f) for f in fractions}
     top = set(kept[ERASER_FRACTION])
-    blocks = [_keep_only(evaluator, draws, kept[f]) for f in fractions]
-    blocks.append(_keep_only(evaluator, draws, [p for p in editable if p not in top]))
-    probs = evaluator.target_prob(np.concatenate([evaluator.prompt[None, :], *blocks]))
-    base, means = probs[0], probs[1:].reshape(len(blocks), -1).mean(1)
-    kept_mean = dict(zip(fractions, means[:-1], strict=True))
-    out = {f"s_rep@{a}": float(kept_mean[a]) for a in ALPHAS}
-    out["comprehensiveness"] = float(base - means[-1])
-    out["sufficiency"] = float(base - kept_mean[ERASER_FRACTION])
+    sets = {f: tuple(sorted(kept[f])) for f in fractions}
+    sets["rest"] = tuple(p for p in editable if p not in top)
+    if "base" not in memo:
+        memo["base"] = float(evaluator.target_prob(evaluator.prompt[None, :])[0])
+    for key in sets.values():
+        if key not in memo:
+            memo[key] = float(evaluator.target_prob(_keep_only(evaluator, draws, list(key))).mean())
+    base = memo["base"]
+    out = {f"s_rep@{a}": memo[sets[a]] for a in ALPHAS}
+    out["comprehensiveness"] = base - memo[sets["rest"]]
+    out["sufficiency"] = base - memo[sets[ERASER_FRACTION]]
     return out
