@@ -26,6 +26,7 @@ class LastLayerAttention(Method):
 
 class AttentionRollout(Method):
     name = "attention_rollout"
+    paper = "https://arxiv.org/abs/2005.00928"
     description = "Attention rollout: head-averaged attention plus identity, renormalised, multiplied over layers."
     kind = "attention"
 

@@ -50,6 +50,8 @@ class Method(ABC):
     description: ClassVar[str]
     kind: ClassVar[str]
     defaults: ClassVar[dict[str, Any]] = {}
+    paper: ClassVar[str | None] = None  # where the algorithm is described (a URL), for the leaderboard
+    code: ClassVar[str | None] = None  # an upstream implementation, where there is one
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -36,6 +36,8 @@ def _scores(case: PublicCase, scorer: Scorer, explainer: type, reduce: str, embe
 
 class SaliencyMethod(Method):
     name = "saliency"
+    paper = "https://arxiv.org/abs/1312.6034"
+    code = "https://captum.ai/api/saliency.html"
     description = "Norm of the gradient of the target log-probability w.r.t. each input embedding (captum Saliency)."
     kind = "gradient"
 
@@ -46,6 +48,8 @@ class SaliencyMethod(Method):
 
 class GradXInput(Method):
     name = "grad_x_input"
+    paper = "https://arxiv.org/abs/1605.01713"
+    code = "https://captum.ai/api/input_x_gradient.html"
     description = "Gradient times input embedding, summed over the embedding (captum InputXGradient)."
     kind = "gradient"
 
@@ -56,6 +60,8 @@ class GradXInput(Method):
 
 class IntegratedGradientsMethod(Method):
     name = "integrated_gradients"
+    paper = "https://arxiv.org/abs/1703.01365"
+    code = "https://captum.ai/api/integrated_gradients.html"
     description = (
         "Integrated gradients (captum, Gauss-Legendre) from a baseline prompt whose editable positions hold the "
         "mean neutral-filler embedding; steps sized to the budget (3 rows each), at most max_steps."

@@ -13,6 +13,7 @@ from halbench.scoring import Scorer
 
 class Occlusion(Method):
     name = "occlusion"
+    paper = "https://arxiv.org/abs/1311.2901"
     description = (
         "Leave-one-out: each editable position is replaced by draws from the replacement distribution (the "
         "task's default unless `replacement` names one) and "

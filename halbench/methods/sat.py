@@ -30,6 +30,7 @@ from halbench.scoring import Scorer
 
 class SAT(Method):
     name = "sat"
+    code = "https://github.com/sunyiyou/SAT"
     description = (
         "Subsequence-association tracer: perturb at rate 0.5, then beam search (width 20, levels up to 0.9 of "
         "the prompt) over token subsequences by the mean target probability of the perturbed prompts that "
@@ -71,6 +72,7 @@ class SAT(Method):
 
 class ShrunkSAT(SAT):
     name = "sat_shrunk"
+    code = None  # ours: halbench/methods/sat.py
     description = (
         "SAT with support-weighted scores: each subsequence's mean target probability is shrunk toward the "
         "overall mean by a few pseudo-prompts, so rarely-seen long subsequences stop outranking the cause."

@@ -56,6 +56,8 @@ class _Surrogate(Method):
 
 class LimeMethod(_Surrogate):
     name = "lime"
+    paper = "https://arxiv.org/abs/1602.04938"
+    code = "https://captum.ai/api/lime.html"
     description = "LIME (captum): a lasso fitted to random coalitions of kept positions, weighted by similarity."
     kind = "perturbation"
     explainer = Lime
@@ -63,6 +65,8 @@ class LimeMethod(_Surrogate):
 
 class KernelShapMethod(_Surrogate):
     name = "kernel_shap"
+    paper = "https://arxiv.org/abs/1705.07874"
+    code = "https://captum.ai/api/kernel_shap.html"
     description = "KernelSHAP (captum): Shapley values estimated by weighted regression on sampled coalitions."
     kind = "perturbation"
     explainer = KernelShap
