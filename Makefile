@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTHON ?= python3
 
-.PHONY: install demo test bench tasks clean
+.PHONY: install demo test bench tasks site leaderboard clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,8 @@ demo: install
 	$(BIN)/halbench tasks verify --all --sample 16
 	$(PY) scripts/independent_check.py --sample 20
 	$(BIN)/halbench methods list
-	$(BIN)/halbench eval --method sat --task single --limit 40 --out build/demo-results
+	$(BIN)/halbench eval --method sat --method sat_shrunk --task single --limit 40 --out build/demo-results
+	$(BIN)/halbench site build
 
 test: install
 	$(BIN)/ruff check halbench tests scripts benchmarks
@@ -38,5 +39,13 @@ bench: install
 tasks: install
 	$(BIN)/halbench tasks build --all
 
+# The static leaderboard from results/ and submissions/*/results/ (prints the path of its index).
+site: install
+	$(BIN)/halbench site build
+
+# Every built-in method on every task's test split at 64, 256 and 1024 rows (long: see README).
+leaderboard: install
+	$(BIN)/halbench eval --all-methods --all --split test --out results
+
 clean:
-	rm -rf $(VENV) build .cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) build .cache .pytest_cache .ruff_cache site/_build

@@ -6,6 +6,8 @@ import click
 
 from halbench import __version__
 from halbench.cli.eval_cmd import eval_, methods
+from halbench.cli.site_cmd import leaderboard, site
+from halbench.cli.submit_cmd import submit, verify
 from halbench.cli.tasks_cmd import tasks
 
 
@@ -18,6 +20,10 @@ def cli() -> None:
 cli.add_command(tasks)
 cli.add_command(eval_)
 cli.add_command(methods)
+cli.add_command(submit)
+cli.add_command(verify)
+cli.add_command(site)
+cli.add_command(leaderboard)
 
 
 def main() -> None:
