@@ -31,9 +31,11 @@ test: install
 	$(BIN)/ruff format --check halbench tests scripts benchmarks
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q
 
-# SAT search speed against the plain-Python reference (exact equality checked; about 3 minutes).
+# SAT search speed against the plain-Python reference (exact equality checked; about 3 minutes),
+# and the Scorer's forward throughput against the plain transformers forward.
 bench: install
 	$(PY) benchmarks/sat_search.py
+	$(PY) benchmarks/scorer_forward.py
 
 # Rebuild every task's committed artifacts (about 20 minutes on 2 cores).
 tasks: install

@@ -117,3 +117,29 @@ def test_methods_list_and_show():
     assert listed.exit_code == 0 and "integrated_gradients" in listed.output
     shown = invoke("methods", "show", "occlusion")
     assert shown.exit_code == 0 and "max_draws" in shown.output
+
+
+def test_reduced_full_run_every_method_every_budget(tmp_path):
+    """The leaderboard run in miniature: every built-in method, two tasks, all budgets, shared metric rows."""
+    from halbench.methods.base import registered
+
+    args = ["eval", "--all-methods", "--task", "single", "--task", "context", "--limit", "2"]
+    result = invoke(*args, "--out", str(tmp_path), "--no-progress")
+    assert result.exit_code == 0, result.output
+    builtins = [name for name in registered() if not name.startswith("test_") and "-" not in name]
+    for task in ("single", "context"):
+        for name in builtins:
+            for budget in (64, 256, 1024):
+                summary = json.loads((tmp_path / task / name / f"budget-{budget}.json").read_text())
+                assert summary["failed"] == 0 and summary["cost"]["rows"] <= budget, (task, name, budget)
+    for name in ("lime", "kernel_shap", "sat", "sat_shrunk"):  # budget-bound methods spend what they get
+        rows = [
+            json.loads((tmp_path / "single" / name / f"budget-{b}.json").read_text())["cost"]["rows"]
+            for b in (64, 256, 1024)
+        ]
+        assert rows == [64, 256, 1024], name
+
+
+def test_eval_cli_refuses_params_for_several_methods():
+    result = invoke("eval", "--method", "sat", "--method", "lime", "--param", "rate=0.3", "--task", "single")
+    assert result.exit_code == 2 and "--param applies to one method" in result.output
