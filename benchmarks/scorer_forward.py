@@ -43,6 +43,23 @@ def best_time(fn, repeats: int) -> float:
     return min(times)
 
 
+def measure(name: str, rows: int, repeats: int) -> str:
+    folder = resolve(name).artifacts
+    bundle = load_bundle(folder, device="cpu")
+    record = bundle.cases("dev")[0]
+    scorer = bundle.scorer(record, budget=None)
+    perturbed, _ = scorer.perturb(np.random.default_rng(0), rows, 0.5)
+    plain = AutoModelForCausalLM.from_pretrained(folder / "model", attn_implementation="eager").eval()
+    target = int(record["target_ids"][0])
+    ref = best_time(lambda: reference_logprob(plain, perturbed, target), repeats)
+    fast = best_time(lambda: bundle.scorer(record, budget=None).target_logprob(perturbed), repeats)
+    diff = np.abs(reference_logprob(plain, perturbed, target) - scorer.target_logprob(perturbed)).max()
+    if diff > 1e-4:
+        raise SystemExit(f"{name}: the Scorer disagrees with the reference by {diff:.2e}")
+    line = f"{name:<12} {perturbed.shape[1]:>3} {rows / ref:>17.0f} {rows / fast:>14.0f} {ref / fast:>5.2f}x"
+    return f"{line} {diff:>11.1e}"
+
+
 @click.command()
 @click.option("--rows", default=1024, show_default=True)
 @click.option("--repeats", default=3, show_default=True)
@@ -50,20 +67,7 @@ def main(rows: int, repeats: int) -> None:
     click.echo(f"torch threads: {torch.get_num_threads()}")
     click.echo(f"{'task':<12} {'L':>3} {'reference rows/s':>17} {'scorer rows/s':>14} {'ratio':>6} {'max |diff|':>11}")
     for name in TASKS:
-        folder = resolve(name).artifacts
-        bundle = load_bundle(folder, device="cpu")
-        record = bundle.cases("dev")[0]
-        scorer = bundle.scorer(record, budget=None)
-        perturbed, _ = scorer.perturb(np.random.default_rng(0), rows, 0.5)
-        plain = AutoModelForCausalLM.from_pretrained(folder / "model", attn_implementation="eager").eval()
-        target = int(record["target_ids"][0])
-        ref = best_time(lambda: reference_logprob(plain, perturbed, target), repeats)
-        fast = best_time(lambda: bundle.scorer(record, budget=None).target_logprob(perturbed), repeats)
-        diff = np.abs(reference_logprob(plain, perturbed, target) - scorer.target_logprob(perturbed)).max()
-        if diff > 1e-4:
-            raise SystemExit(f"{name}: the Scorer disagrees with the reference by {diff:.2e}")
-        line = f"{name:<12} {perturbed.shape[1]:>3} {rows / ref:>17.0f} {rows / fast:>14.0f} {ref / fast:>5.2f}x"
-        click.echo(f"{line} {diff:>11.1e}")
+        click.echo(measure(name, rows, repeats))
 
 
 if __name__ == "__main__":
