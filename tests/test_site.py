@@ -227,3 +227,21 @@ def test_case_drilldown_in_chromium(browser, built):
     Select(browser.find_element("id", "trace-budget")).select_by_value("64")
     shown = [t for t in browser.find_elements("css selector", "tr.trace") if t.is_displayed()]
     assert {t.get_attribute("data-budget") for t in shown} == {"64"}
+
+
+def test_site_serve_answers_on_loopback(built):
+    import subprocess
+    import sys
+    import urllib.request
+
+    cmd = [sys.executable, "-c", "from halbench.cli import main; main()", "site", "serve", "--dir", str(built)]
+    server = subprocess.Popen([*cmd, "--port", "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()  # "serving ... at http://127.0.0.1:PORT/ ..."
+        url = line.split(" at ")[1].split()[0]
+        assert url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(url + "index.html", timeout=10) as response:
+            assert response.status == 200 and b'class="board"' in response.read()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

@@ -9,6 +9,7 @@ import io
 from dataclasses import dataclass
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -52,6 +53,9 @@ def cost_plot(points: list[Point], title: str, ylabel: str = "average precision"
                 label="Pareto front",
             )
         ax.set_xscale("log")
+        ax.set_xticks([1, 4, 16, 64, 256, 1024], labels=["1", "4", "16", "64", "256", "1024"])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_xlim(0.7, 1500)
         ax.set_xlabel("model rows per case (log scale; a backward row counts as two)")
         ax.set_ylabel(ylabel)
         ax.set_title(title)
