@@ -245,3 +245,30 @@ def test_site_serve_answers_on_loopback(built):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_hostile_submission_is_escaped_or_refused(site_repo, tmp_path):
+    import yaml
+
+    from halbench.submissions import load_submission, run_submission
+    from halbench.tasks.registry import REPO_ROOT
+
+    repo = tmp_path / "repo"
+    shutil.copytree(site_repo / "results", repo / "results")
+    hostile = "<script>alert(1)</script>"
+    for folder in ("occlusion-pairs", "Evil<script>"):
+        target = repo / "submissions" / folder
+        shutil.copytree(REPO_ROOT / "submissions" / "occlusion-pairs", target, ignore=shutil.ignore_patterns("results"))
+        spec = yaml.safe_load((target / "submission.yaml").read_text())
+        spec.update(name=hostile, description=f'<img src=x onerror="alert(2)"> {hostile}', authors=[hostile])
+        (target / "submission.yaml").write_text(yaml.safe_dump(spec))
+        (target / "verification.json").unlink()
+    run_submission(load_submission(repo / "submissions" / "occlusion-pairs"), ["single"], (64,), limit=2, progress=False)
+    report = build_site(repo, tmp_path / "out", cases_per_task=1)
+    assert any("Evil<script>" in p for p in report.problems)  # refused: not a valid slug
+    page = (tmp_path / "out" / "methods" / "occlusion-pairs.html").read_text()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;img src=x" in page
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert "badge-unverified" in page  # its results were never verified
+    every = "".join(p.read_text() for p in (tmp_path / "out").rglob("*.html"))
+    assert "<script>alert" not in every
