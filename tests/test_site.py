@@ -263,7 +263,8 @@ def test_hostile_submission_is_escaped_or_refused(site_repo, tmp_path):
         spec.update(name=hostile, description=f'<img src=x onerror="alert(2)"> {hostile}', authors=[hostile])
         (target / "submission.yaml").write_text(yaml.safe_dump(spec))
         (target / "verification.json").unlink()
-    run_submission(load_submission(repo / "submissions" / "occlusion-pairs"), ["single"], (64,), limit=2, progress=False)
+    submission = load_submission(repo / "submissions" / "occlusion-pairs")
+    run_submission(submission, ["single"], (64,), limit=2, progress=False)
     report = build_site(repo, tmp_path / "out", cases_per_task=1)
     assert any("Evil<script>" in p for p in report.problems)  # refused: not a valid slug
     page = (tmp_path / "out" / "methods" / "occlusion-pairs.html").read_text()
