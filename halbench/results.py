@@ -60,6 +60,7 @@ class ResultStore:
                 self.entries.append(_entry(path, source))
             except (OSError, ValueError) as exc:
                 self.problems.append(f"{path}: {exc}")
+        self.__dict__.pop("_index", None)  # a lookup built before this root was read is stale
 
     @property
     def tasks(self) -> list[str]:
@@ -76,8 +77,10 @@ class ResultStore:
     def get(self, task: str, method: str, budget: int) -> Entry | None:
         return self._index.get((task, method, budget))
 
-    def source_of(self, method: str) -> str:
-        return next(e.source for e in self.entries if e.method == method)
+    def keep(self, wanted) -> None:
+        """Drop every entry for which ``wanted(entry)`` is false (the lookup index follows)."""
+        self.entries = [e for e in self.entries if wanted(e)]
+        self.__dict__.pop("_index", None)
 
     @cached_property
     def _index(self) -> dict[tuple[str, str, int], Entry]:

@@ -84,8 +84,7 @@ def gather(repo: Path, cases_per_task: int) -> Site:
     for name in store.tasks + store.methods:
         if not set(name) <= SAFE:
             problems.append(f"{name!r}: not a safe page name; its results are left out")
-    store.entries = [e for e in store.entries if set(e.task) <= SAFE and set(e.method) <= SAFE]
-    store.__dict__.pop("_index", None)
+    store.keep(lambda e: set(e.task) <= SAFE and set(e.method) <= SAFE)
     methods = {m: _method_info(m, store, {s.slug: s for s in subs}) for m in store.methods}
     tasks = {}
     for task in store.tasks:
