@@ -1,31 +1,26 @@
-"""Running one method on one task at one budget: per-case records, resumable, then aggregates.
+"""Scoring one case with one method at one budget, and aggregating records into a summary.
 
-Per-case results are appended to a JSONL file one flushed line at a time, so a
-killed run loses at most the case in flight; running again skips every case
-already recorded (a torn last line is dropped). A method that raises, returns
-an invalid attribution or exceeds its budget fails that case, with the reason,
-and the run goes on. Aggregates are written atomically at the end.
+A method that raises (``SystemExit`` included), returns an invalid attribution
+or exceeds its budget fails that case, with the reason, and the run goes on;
+bad case data fails that case too. Only ``KeyboardInterrupt`` stops a run,
+which then resumes where it stopped (see :mod:`halbench.sweep`).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import time
 import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from halbench.atomic import atomic_write_json
-from halbench.methods.base import Method, get_method
-from halbench.metrics import METRICS, bootstrap_ci, localization_metrics
+from halbench.methods.base import Method
+from halbench.metrics import METRICS, localization_metrics
+from halbench.metrics.aggregate import bootstrap_ci
 from halbench.metrics.faithfulness import case_draws, faithfulness_metrics
-from halbench.tasks.artifacts import library_versions
 from halbench.tasks.bundle import TaskBundle
+
+REFILLS = 32
 
 
 @dataclass
@@ -34,39 +29,16 @@ class EvalConfig:
     params: dict = field(default_factory=dict)
     split: str = "test"
     limit: int | None = None
-    budget: int = 1024
+    budget: int = 64
     seed: int = 0
-    refills: int = 32
-    out: Path = Path("results")
-
-
-def result_paths(config: EvalConfig, task: str) -> tuple[Path, Path]:
-    stem = Path(config.out) / task / config.method / f"budget-{config.budget}"
-    return stem.with_suffix(".cases.jsonl"), stem.with_suffix(".json")
-
-
-def read_done(path: Path) -> list[dict]:
-    """Records already written; a torn (unparseable) last line from a killed run is dropped and truncated."""
-    if not path.exists():
-        return []
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    records, good_bytes = [], 0
-    for line in lines:
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
-        good_bytes += len(line.encode("utf-8"))
-    if good_bytes != path.stat().st_size:
-        with open(path, "r+b") as handle:
-            handle.truncate(good_bytes)
-    return records
+    refills: int = REFILLS
 
 
 class MetricMemo:
-    """Faithfulness rows already scored, per case, for one task, seed and refill count.
+    """Faithfulness rows already scored, per case, for one task instance, seed and refill count.
 
-    Share one across the methods and budgets of a task in one process: a kept set is scored once.
+    Share one across the methods and budgets of an instance: a kept set is scored once, and the
+    per-case refill draws (one model forward each) are drawn once.
     """
 
     def __init__(self) -> None:
@@ -76,46 +48,86 @@ class MetricMemo:
         return self._cases.setdefault((case_id, config.seed, config.refills), {})
 
 
-def score_case(
-    method: Method, bundle: TaskBundle, record: dict, config: EvalConfig, memo: MetricMemo | None = None
-) -> dict:
-    scorer = bundle.scorer(record, budget=config.budget)
-    rng = np.random.default_rng([config.seed, zlib.crc32(record["id"].encode())])
-    out: dict = {"id": record["id"]}
-    start = time.perf_counter()
+def case_problems(record: dict, vocab: int) -> list[str]:
+    """Why a case cannot be scored (empty when it can): positions or ids out of range, missing fields."""
     try:
-        attribution = method.attribute(scorer.case, scorer, rng)
-        attribution.validate(scorer.case)
-    except Exception as exc:  # a method's failure is that case's failure, not the run's
-        out.update(status="failed", reason=f"{type(exc).__name__}: {exc}")
-        return out
-    finally:
-        out["cost"] = {**scorer.cost.as_record(), "seconds": round(time.perf_counter() - start, 4)}
-    scores = np.asarray(attribution.scores, dtype=np.float64)
-    evaluator = bundle.scorer(record, budget=None)
-    metrics = localization_metrics(scores, record["causes"], record["editable"])
-    draws = case_draws(evaluator, config.refills, config.seed)
-    case_memo = None if memo is None else memo.for_case(record["id"], config)
-    metrics.update(faithfulness_metrics(scores, evaluator, draws, case_memo))
-    out.update(status="ok", scores=[round(float(s), 6) for s in scores], metrics=metrics)
-    if attribution.subsequence is not None:
-        out["subsequence"] = [int(p) for p in attribution.subsequence]
+        n = len(record["prompt_ids"])
+        ids = [int(i) for i in record["prompt_ids"]] + [int(i) for i in record["target_ids"]]
+        editable = [int(p) for p in record["editable"]]
+        causes = [[int(p) for p in alt] for alt in record["causes"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        return [f"malformed case data ({type(exc).__name__}: {exc})"]
+    out = []
+    if not record["target_ids"]:
+        out.append("empty target")
+    if any(not 0 <= i < vocab for i in ids):
+        out.append(f"a token id is outside the model's vocabulary of {vocab}")
+    if any(not 0 <= p < n for p in editable):
+        out.append("an editable position lies outside the prompt")
+    if not causes or any(not alt or any(p not in set(editable) for p in alt) for alt in causes):
+        out.append("a cause position lies outside the prompt's editable positions")
     return out
 
 
-def aggregate(records: list[dict], seed: int) -> dict:
-    ok = [r for r in records if r["status"] == "ok"]
+def case_rng(seed: int, case_id: str) -> np.random.Generator:
+    return np.random.default_rng([seed, zlib.crc32(case_id.encode())])
+
+
+def score_case(
+    method: Method, bundle: TaskBundle, record: dict, config: EvalConfig, memo: MetricMemo | None = None
+) -> tuple[dict, float]:
+    """The case's record (scores, metrics, rows spent, or the failure reason) and the seconds it took."""
+    out: dict = {"id": record["id"]}
+    start = time.perf_counter()
+    problems = case_problems(record, bundle.model.get_input_embeddings().num_embeddings)
+    if problems:
+        out.update(status="failed", reason="invalid case: " + "; ".join(problems), cost={"rows": 0})
+        return out, 0.0
+    scorer = bundle.scorer(record, budget=config.budget)
+    try:
+        attribution = method.attribute(scorer.case, scorer, case_rng(config.seed, record["id"]))
+        attribution.validate(scorer.case)
+    except (Exception, SystemExit) as exc:  # a method's failure is that case's failure, not the run's
+        out.update(status="failed", reason=f"{type(exc).__name__}: {exc}"[:500])
+        return out, time.perf_counter() - start
+    finally:
+        out["cost"] = {k: v for k, v in scorer.cost.as_record().items() if k != "seconds"}
+    seconds = time.perf_counter() - start
+    scores = np.asarray(attribution.scores, dtype=np.float64)
+    evaluator = bundle.scorer(record, budget=None)
+    metrics = localization_metrics(scores, record["causes"], record["editable"])
+    case_memo = {} if memo is None else memo.for_case(record["id"], config)
+    if "draws" not in case_memo:
+        case_memo["draws"] = case_draws(evaluator, config.refills, config.seed)
+    metrics.update(faithfulness_metrics(scores, evaluator, case_memo["draws"], case_memo))
+    out.update(status="ok", scores=[round(float(s), 6) for s in scores], metrics=metrics)
+    if attribution.subsequence is not None:
+        out["subsequence"] = [int(p) for p in attribution.subsequence]
+    return out, seconds
+
+
+def worst(metric: str) -> float:
+    info = METRICS[metric]
+    return info.low if info.direction == "higher" else info.high
+
+
+def aggregate(records: list[dict], seed: int, seconds: dict[str, float] | None = None) -> dict:
+    """Means with bootstrap intervals. A failed case counts at each metric's worst value (one rule, everywhere)."""
+    ok = [r for r in records if r.get("status") == "ok"]
     metrics = {}
     for name in METRICS:
-        values = [r["metrics"][name] for r in ok if name in r["metrics"]]
-        if values:
-            mean, low, high = bootstrap_ci(values, seed=seed)
-            metrics[name] = {"mean": round(mean, 6), "low": round(low, 6), "high": round(high, 6), "n": len(values)}
+        if not any(name in r.get("metrics", {}) for r in ok):
+            continue
+        values = [r["metrics"][name] if r.get("status") == "ok" and name in r.get("metrics", {}) else worst(name)
+                  for r in records]  # fmt: skip
+        mean, low, high = bootstrap_ci(values, seed=seed)
+        metrics[name] = {"mean": round(mean, 6), "low": round(low, 6), "high": round(high, 6), "n": len(values)}
     costs = {
-        k: round(float(np.mean([r["cost"][k] for r in records])), 4) if records else 0.0
-        for k in ("forward_rows", "backward_rows", "rows", "seconds")
+        k: round(float(np.mean([r.get("cost", {}).get(k, 0) for r in records])), 4) if records else 0.0
+        for k in ("forward_rows", "backward_rows", "rows")
     }
-    failures = {r["id"]: r["reason"] for r in records if r["status"] != "ok"}
+    costs["seconds"] = round(float(np.mean(list(seconds.values()))), 4) if seconds else 0.0
+    failures = {r["id"]: r.get("reason", "?") for r in records if r.get("status") != "ok"}
     return {
         "cases": len(records),
         "ok": len(ok),
@@ -124,58 +136,3 @@ def aggregate(records: list[dict], seed: int) -> dict:
         "metrics": metrics,
         "cost": costs,
     }
-
-
-def git_revision() -> str | None:
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, cwd=Path(__file__).parent
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None
-
-
-def evaluate(bundle: TaskBundle, config: EvalConfig, progress: bool = True, memo: MetricMemo | None = None) -> dict:
-    """Evaluate ``config.method`` on ``bundle``'s split, resuming from earlier per-case records."""
-    method = get_method(config.method, **config.params)
-    cases_path, summary_path = result_paths(config, bundle.name)
-    cases_path.parent.mkdir(parents=True, exist_ok=True)
-    records = read_done(cases_path)
-    done = {r["id"] for r in records}
-    todo = bundle.cases(config.split)[: config.limit]
-    with open(cases_path, "a", encoding="utf-8") as handle:
-        for record in tqdm(
-            todo,
-            desc=f"{config.method} on {bundle.name} @{config.budget}",
-            disable=not progress,
-            leave=False,
-            initial=len(done & {r["id"] for r in todo}),
-        ):
-            if record["id"] in done:
-                continue
-            result = score_case(method, bundle, record, config, memo)
-            handle.write(json.dumps(result, sort_keys=True) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-            records.append(result)
-    wanted = {r["id"] for r in todo}
-    records = [r for r in records if r["id"] in wanted]
-    summary = {
-        "task": bundle.name,
-        "task_hash": bundle.manifest["content_hash"],
-        "split": config.split,
-        "method": config.method,
-        "params": method.params,
-        "kind": method.kind,
-        "budget": config.budget,
-        "seed": config.seed,
-        "refills": config.refills,
-        "limit": config.limit,
-        "device": str(next(bundle.model.parameters()).device),
-        "versions": library_versions(),
-        "git_revision": git_revision(),
-        **aggregate(records, config.seed),
-    }
-    atomic_write_json(summary_path, summary)
-    return summary

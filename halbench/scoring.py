@@ -5,6 +5,12 @@ methods compete under the same budget of model rows per case (a forward row
 costs one, a backward row two) and cannot see the ground truth. The target is
 teacher-forced after the prompt, so a row's hallucination score is exact and
 costs one forward row.
+
+Numbers do not depend on batch composition: every call runs in chunks whose
+row count is a multiple of ``pad_rows`` (the last chunk padded with copies of
+its last row), and a row's result never depends on the other rows of a chunk
+of that shape. Which rows share a call, how many there are and how the caller
+batched them therefore leave each row's value bit-identical.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import numpy as np
 import torch
 
 from halbench.case import PublicCase
+from halbench.replacements import Replacements
 
 
 @contextlib.contextmanager
@@ -60,57 +67,40 @@ def resolve_device(name: str = "auto") -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda requested but no CUDA device is available")
+    if name not in ("cpu", "cuda") and not name.startswith("cuda:"):
+        raise ValueError(f"unknown device {name!r} (auto, cpu, cuda or cuda:N)")
     return torch.device(name)
 
 
-class Replacements:
-    """Replacement distributions for perturbations, shared by every method and by the metrics.
+def padded_chunks(rows: torch.Tensor, batch_rows: int, pad_rows: int) -> Iterator[tuple[torch.Tensor, int]]:
+    """``(chunk, real)``: chunks of at most ``batch_rows`` rows, each padded to a multiple of ``pad_rows``."""
+    batch_rows = max(pad_rows, batch_rows // pad_rows * pad_rows)
+    for start in range(0, rows.shape[0], batch_rows):
+        chunk = rows[start : start + batch_rows]
+        real = chunk.shape[0]
+        extra = -real % pad_rows
+        if extra:
+            chunk = torch.cat([chunk, chunk[-1:].expand(extra, *chunk.shape[1:])])
+        yield chunk, real
 
-    ``neighbours`` (the paper's): for each token, its ``k`` nearest tokens by cosine
-    similarity in the model's input-embedding matrix, drawn from the pool of
-    ordinary tokens; ``neutral``: the task's neutral filler ids.
 
-    The default is ``neutral`` wherever a task has neutral filler: the ground
-    truth was verified with neutral refills, and on planted tasks a trigger's
-    embedding neighbours are other triggers and entities (the geometry clusters
-    tokens by role), so a neighbour refill often keeps the hallucination.
-    ``neighbours`` remains for real models, which have no neutral filler.
+class _EmbeddingGrad(torch.autograd.Function):
+    """A differentiable ``log p(target | embeds)`` whose gradient was computed with the value.
+
+    The model is called once per call with value and gradient together (forward + backward, charged
+    as such), so a method holding only this function, in another process, gets exact gradients.
     """
 
-    def __init__(self, embedding: torch.Tensor, pool: list[int], neutral: list[int], k: int = 8):
-        self.neutral = np.asarray(sorted(neutral), dtype=np.int64)
-        self.pool = np.asarray(sorted(pool), dtype=np.int64)
-        self.k = min(k, len(self.pool) - 1)
-        emb = torch.nn.functional.normalize(embedding.detach().float().cpu(), dim=-1)
-        self._emb = emb
-        self._cache: dict[int, np.ndarray] = {}
-        self.default = "neutral" if len(self.neutral) else "neighbours"
+    @staticmethod
+    def forward(ctx, embeds: torch.Tensor, value_and_grad: Callable) -> torch.Tensor:
+        value, grad = value_and_grad(embeds.detach())
+        ctx.save_for_backward(grad)
+        return value
 
-    def neighbours(self, token: int) -> np.ndarray:
-        if token not in self._cache:
-            sims = self._emb[self.pool] @ self._emb[token]
-            sims[torch.as_tensor(self.pool == token)] = -2.0
-            top = torch.topk(sims, self.k).indices.numpy()
-            self._cache[token] = self.pool[np.sort(top)]
-        return self._cache[token]
-
-    def sample(
-        self, rng: np.random.Generator, prompt: np.ndarray, mask: np.ndarray, kind: str | None = None
-    ) -> np.ndarray:
-        """Copy of ``prompt`` broadcast to ``mask``'s shape with masked positions replaced."""
-        kind = kind or self.default
-        rows = np.broadcast_to(prompt, mask.shape).copy()
-        if kind == "neutral":
-            draws = self.neutral[rng.integers(len(self.neutral), size=mask.shape)]
-            rows[mask] = draws[mask]
-            return rows
-        if kind != "neighbours":
-            raise ValueError(f"unknown replacement distribution {kind!r} (neighbours or neutral)")
-        for pos in np.nonzero(mask.any(0))[0]:
-            options = self.neighbours(int(prompt[pos]))
-            draws = options[rng.integers(len(options), size=mask.shape[0])]
-            rows[mask[:, pos], pos] = draws[mask[:, pos]]
-        return rows
+    @staticmethod
+    def backward(ctx, grad_out: torch.Tensor):
+        (grad,) = ctx.saved_tensors
+        return grad_out.reshape(-1, *([1] * (grad.ndim - 1))) * grad, None
 
 
 class Scorer:
@@ -123,12 +113,14 @@ class Scorer:
         replacements: Replacements,
         budget: int | None = 1024,
         batch_rows: int = 256,
+        pad_rows: int = 32,
     ):
         self.model = model
         self.case = case
         self.replacements = replacements
         self.budget = budget
         self.batch_rows = batch_rows
+        self.pad_rows = pad_rows
         self.cost = Cost()
         self.device = next(model.parameters()).device
         self.prompt = np.asarray(case.prompt_ids, dtype=np.int64)
@@ -153,6 +145,15 @@ class Scorer:
         self.cost.forward_rows += forward
         self.cost.backward_rows += backward
 
+    def _ids(self, input_ids) -> torch.Tensor:
+        ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
+        if ids.ndim != 2 or ids.shape[1] != len(self.prompt):
+            raise ValueError(f"input_ids must have shape [B, {len(self.prompt)}], got {tuple(ids.shape)}")
+        vocab = self.model.get_input_embeddings().num_embeddings
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
+            raise ValueError(f"input_ids must be token ids in [0, {vocab})")
+        return ids
+
     # -- teacher-forced target scores ---------------------------------------------------------------------
     def _with_target(self, ids: torch.Tensor) -> torch.Tensor:
         if len(self._target) == 1:
@@ -160,11 +161,10 @@ class Scorer:
         tail = self._target[:-1].expand(ids.shape[0], -1)
         return torch.cat([ids, tail], dim=1)
 
-    def _logprob_of_ids(self, full: torch.Tensor, length: int) -> torch.Tensor:
-        """Like :meth:`_logprob_from_logits` but applies the LM head only where the target is read."""
+    def _target_logits(self, full: torch.Tensor, length: int) -> torch.Tensor:
+        """Logits at the positions that predict the target tokens only (the LM head nowhere else)."""
         hidden = self.model.base_model(input_ids=full).last_hidden_state
-        head = self.model.get_output_embeddings()
-        return self._logprob_from_logits(head(hidden[:, length - 1 : length - 1 + len(self._target)]), 1)
+        return self.model.get_output_embeddings()(hidden[:, length - 1 : length - 1 + len(self._target)]).float()
 
     def _logprob_from_logits(self, logits: torch.Tensor, length: int) -> torch.Tensor:
         """Sum of the target tokens' log-probabilities, read at the positions that predict them."""
@@ -172,46 +172,76 @@ class Scorer:
         picked = steps.gather(-1, self._target.expand(logits.shape[0], -1).unsqueeze(-1)).squeeze(-1)
         return picked.sum(-1)
 
+    def target_scores(self, input_ids: np.ndarray | torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: teacher-forced ``log p(target)`` and whether greedy decoding reproduces the target.
+
+        Greedy decoding emits the target exactly when, at every target position, the target token is the
+        argmax given the target's own prefix: the teacher-forced logits decide it, in the same forward.
+        """
+        ids = self._ids(input_ids)
+        self._charge(ids.shape[0])
+        start, values, hits = time.perf_counter(), [], []
+        with torch.inference_mode():
+            for chunk, real in padded_chunks(ids, self.batch_rows, self.pad_rows):
+                logits = self._target_logits(self._with_target(chunk.to(self.device)), ids.shape[1])
+                values.append(self._logprob_from_logits(logits, 1)[:real].cpu())
+                hits.append((logits.argmax(-1) == self._target[None, :]).all(-1)[:real].cpu())
+        self.cost.seconds += time.perf_counter() - start
+        if not values:
+            return np.zeros(0), np.zeros(0, dtype=bool)
+        return torch.cat(values).numpy().astype(np.float64), torch.cat(hits).numpy()
+
     def target_logprob(self, input_ids: np.ndarray | torch.Tensor) -> np.ndarray:
         """Teacher-forced log p(target | row) for each row of ``input_ids`` ``[B, L]``."""
-        ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
-        if ids.ndim != 2 or ids.shape[1] != len(self.prompt):
-            raise ValueError(f"input_ids must have shape [B, {len(self.prompt)}], got {tuple(ids.shape)}")
+        return self.target_scores(input_ids)[0]
+
+    def next_token_logprobs(self, input_ids: np.ndarray | None = None) -> np.ndarray:
+        """``[B, L, V]`` log-probabilities of the next token after every prefix of each row (forward rows)."""
+        ids = self._ids(self.prompt[None] if input_ids is None else input_ids)
         self._charge(ids.shape[0])
         start, out = time.perf_counter(), []
         with torch.inference_mode():
-            for chunk in ids.split(self.batch_rows):
-                out.append(self._logprob_of_ids(self._with_target(chunk.to(self.device)), ids.shape[1]).cpu())
+            for chunk, real in padded_chunks(ids, self.batch_rows, self.pad_rows):
+                logits = self.model(input_ids=chunk.to(self.device)).logits.float()
+                out.append(logits[:real].log_softmax(-1).cpu())
         self.cost.seconds += time.perf_counter() - start
-        return torch.cat(out).numpy().astype(np.float64) if out else np.zeros(0)
+        return torch.cat(out).numpy().astype(np.float64)
 
     def target_prob(self, input_ids: np.ndarray | torch.Tensor) -> np.ndarray:
         return np.exp(self.target_logprob(input_ids))
 
-    # -- sampling (generate and match) ---------------------------------------------------------------------
+    # -- generation ------------------------------------------------------------------------------------------
     def generate(
-        self, input_ids: np.ndarray, rng: np.random.Generator, new_tokens: int | None = None, temperature: float = 1.0
+        self,
+        input_ids: np.ndarray,
+        rng: np.random.Generator | None = None,
+        new_tokens: int | None = None,
+        temperature: float = 1.0,
     ) -> np.ndarray:
-        """Ancestral sampling of ``new_tokens`` (default: the target's length) after each row: ``[B, T]``.
+        """``new_tokens`` (default: the target's length) generated after each row: ``[B, T]``.
 
-        Charged one forward row per row and generated token. Seeded from ``rng``, so it is reproducible.
+        Greedy when ``rng`` is None, else ancestral sampling at ``temperature`` seeded from ``rng``.
+        Charged one forward row per row and generated token.
         """
-        ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
+        ids = self._ids(input_ids)
         steps = len(self._target) if new_tokens is None else int(new_tokens)
-        if ids.ndim != 2 or steps < 1 or not temperature > 0:
-            raise ValueError("generate needs [B, L] input_ids, new_tokens >= 1 and temperature > 0")
+        if steps < 1 or not temperature > 0:
+            raise ValueError("generate needs new_tokens >= 1 and temperature > 0")
         self._charge(ids.shape[0] * steps)
         start, out = time.perf_counter(), []
-        gen = torch.Generator(device=self.device).manual_seed(int(rng.integers(2**62)))
+        gen = None if rng is None else torch.Generator(device=self.device).manual_seed(int(rng.integers(2**62)))
         head = self.model.get_output_embeddings()
         with torch.inference_mode():
-            for chunk in ids.split(self.batch_rows):
+            for chunk, real in padded_chunks(ids, self.batch_rows, self.pad_rows):
                 seq = chunk.to(self.device)
                 for _ in range(steps):
-                    hidden = self.model.base_model(input_ids=seq).last_hidden_state[:, -1]
-                    probs = (head(hidden).float() / temperature).softmax(-1)
-                    seq = torch.cat([seq, torch.multinomial(probs, 1, generator=gen)], dim=1)
-                out.append(seq[:, chunk.shape[1] :].cpu())
+                    logits = head(self.model.base_model(input_ids=seq).last_hidden_state[:, -1]).float()
+                    if gen is None:
+                        nxt = logits.argmax(-1, keepdim=True)
+                    else:
+                        nxt = torch.multinomial((logits / temperature).softmax(-1), 1, generator=gen)
+                    seq = torch.cat([seq, nxt], dim=1)
+                out.append(seq[:real, chunk.shape[1] :].cpu())
         self.cost.seconds += time.perf_counter() - start
         return torch.cat(out).numpy()
 
@@ -235,32 +265,65 @@ class Scorer:
         return np.asarray(hits, dtype=np.float64).reshape(-1, samples).mean(1)
 
     # -- gradients and attention ----------------------------------------------------------------------------
+    def embedding_matrix(self) -> torch.Tensor:
+        """The input-embedding table ``[V, D]`` (free: no model row)."""
+        return self.model.get_input_embeddings().weight.detach().float().cpu()
+
+    def baseline_embedding(self, kind: str | None = None) -> torch.Tensor:
+        """An uninformative input embedding ``[D]`` (free): the expected embedding under a replacement strategy.
+
+        ``unigram`` and ``uniform`` average the table by their probabilities (``neighbours`` has no
+        context-free expectation and uses ``uniform``); ``mask`` is the mask token's embedding.
+        """
+        reps, table = self.replacements, self.embedding_matrix()
+        kind = kind or reps.default
+        if kind == "mask":
+            return table[reps.tokens("mask", np.random.default_rng(0), (1,))[0]]
+        weights = reps.unigram_p if kind == "unigram" else np.full(len(reps.pool), 1.0 / len(reps.pool))
+        return (torch.as_tensor(weights, dtype=torch.float32)[:, None] * table[torch.as_tensor(reps.pool)]).sum(0)
+
     def input_embeddings(self, input_ids: np.ndarray | None = None) -> torch.Tensor:
         """Input-token embeddings ``[B, L, D]`` (free: a table lookup, not a model row)."""
         ids = torch.as_tensor(self.prompt[None] if input_ids is None else np.asarray(input_ids), dtype=torch.long)
-        return self.model.get_input_embeddings()(ids.to(self.device)).detach()
+        return self.model.get_input_embeddings()(ids.to(self.device)).detach().float().cpu()
+
+    def logprob_and_grad(self, embeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``log p(target)`` per row of input embeddings ``[B, L, D]`` and its gradient; forward + backward rows."""
+        embeds = torch.as_tensor(embeds, dtype=torch.float32)
+        if embeds.ndim != 3 or embeds.shape[1] != len(self.prompt):
+            raise ValueError(f"embeddings must have shape [B, {len(self.prompt)}, D], got {tuple(embeds.shape)}")
+        self._charge(embeds.shape[0], embeds.shape[0])
+        start, values, grads = time.perf_counter(), [], []
+        dtype = self.model.get_input_embeddings().weight.dtype
+        for chunk, real in padded_chunks(embeds, self.batch_rows, self.pad_rows):
+            with torch.enable_grad():  # also inside an autograd Function's forward, where grad mode is off
+                x = chunk.to(self.device, dtype).requires_grad_(True)
+                full = x
+                if len(self._target) > 1:
+                    tail = self.model.get_input_embeddings()(self._target[:-1]).expand(x.shape[0], -1, -1)
+                    full = torch.cat([x, tail], dim=1)
+                value = self._logprob_from_logits(self.model(inputs_embeds=full).logits, x.shape[1])
+                (grad,) = torch.autograd.grad(value.sum(), x)
+            values.append(value[:real].detach().float().cpu())
+            grads.append(grad[:real].float().cpu())
+        self.cost.seconds += time.perf_counter() - start
+        return torch.cat(values), torch.cat(grads)
 
     def target_logprob_from_embeddings(self, embeds: torch.Tensor) -> torch.Tensor:
         """Differentiable log p(target) from input embeddings ``[B, L, D]``; charged as forward + backward rows."""
-        self._charge(embeds.shape[0], embeds.shape[0])
-        start = time.perf_counter()
-        length = embeds.shape[1]
-        if len(self._target) > 1:
-            tail = self.model.get_input_embeddings()(self._target[:-1]).expand(embeds.shape[0], -1, -1)
-            embeds = torch.cat([embeds, tail], dim=1)
-        logits = self.model(inputs_embeds=embeds).logits
-        self.cost.seconds += time.perf_counter() - start
-        return self._logprob_from_logits(logits, length)
+        return _EmbeddingGrad.apply(embeds, self.logprob_and_grad)
 
     def attentions(self, input_ids: np.ndarray | None = None) -> list[torch.Tensor]:
         """Per-layer attention weights ``[B, H, L, L]`` over the prompt (forward rows)."""
-        ids = torch.as_tensor(self.prompt[None] if input_ids is None else np.asarray(input_ids), dtype=torch.long)
+        ids = self._ids(self.prompt[None] if input_ids is None else input_ids)
         self._charge(ids.shape[0])
-        start = time.perf_counter()
+        start, layers = time.perf_counter(), []
         with torch.inference_mode(), _eager_attention(self.model):
-            out = self.model(input_ids=ids.to(self.device), output_attentions=True)
+            for chunk, real in padded_chunks(ids, self.batch_rows, self.pad_rows):
+                out = self.model(input_ids=chunk.to(self.device), output_attentions=True)
+                layers.append([a[:real].float().cpu() for a in out.attentions])
         self.cost.seconds += time.perf_counter() - start
-        return [a.float().cpu() for a in out.attentions]
+        return [torch.cat(per_layer) for per_layer in zip(*layers, strict=True)]
 
     # -- perturbations -------------------------------------------------------------------------------------
     def perturb(self, rng: np.random.Generator, n: int, rate: float, kind: str | None = None):

@@ -6,9 +6,7 @@ import click
 
 from halbench import __version__
 from halbench.cli.eval_cmd import eval_, methods
-from halbench.cli.site_cmd import leaderboard, site
-from halbench.cli.submit_cmd import submit, verify
-from halbench.cli.tasks_cmd import tasks
+from halbench.cli.tasks_cmd import models, tasks
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -17,13 +15,8 @@ def cli() -> None:
     """halbench: benchmark hallucination-cause attribution on planted, verified causes."""
 
 
-cli.add_command(tasks)
-cli.add_command(eval_)
-cli.add_command(methods)
-cli.add_command(submit)
-cli.add_command(verify)
-cli.add_command(site)
-cli.add_command(leaderboard)
+for command in (tasks, models, eval_, methods):
+    cli.add_command(command)
 
 
 def main() -> None:

@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import click
 
 from halbench.methods.base import MethodError, get_method, registered
-from halbench.tasks.registry import UnknownTaskError, resolve, task_names
+from halbench.tasks.registry import REPO_ROOT, UnknownTaskError, resolve_instances, task_names
 
-BUDGETS = (64, 256, 1024)
+BUDGETS = (16, 64, 256)
 SHOWN = ("average_precision", "hit_at_k", "s_rep@0.5")
+PARTIAL_OUT = Path("build") / "partial-results"
 
 
-def _param(values: tuple[str, ...]) -> dict:
+def parse_params(values: tuple[str, ...]) -> dict:
     out = {}
     for item in values:
         key, sep, raw = item.partition("=")
-        if not sep:
+        if not sep or not key:
             raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--param")
         try:
             out[key] = json.loads(raw)
@@ -27,59 +29,116 @@ def _param(values: tuple[str, ...]) -> dict:
     return out
 
 
+def output_folder(out: Path | None, limit: int | None) -> Path:
+    """Where results go; a partial run (``--limit``) never writes into the committed ``results/``."""
+    committed = (REPO_ROOT / "results").resolve()
+    if out is None:
+        return PARTIAL_OUT if limit is not None else Path("results")
+    if limit is not None and Path(out).resolve() == committed:
+        raise click.UsageError(f"--limit makes a partial run, which never writes into {committed}; give another --out")
+    if Path(out).exists() and not Path(out).is_dir():
+        raise click.UsageError(f"--out {out}: is a file, not a folder")
+    return out
+
+
+def instances_for(tasks: tuple[str, ...], all_: bool) -> list:
+    try:
+        return [i for name in (task_names() if all_ else tasks) for i in resolve_instances(name)]
+    except UnknownTaskError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def sweep_options(f):
+    """Options shared by ``eval`` and ``submit``: where, how much, on what."""
+    options = [
+        click.option("--task", "tasks", multiple=True, help="task, task/model or instance folder (repeatable)"),
+        click.option("--all", "all_", is_flag=True, help="every built task instance"),
+        click.option("--split", type=click.Choice(["test", "dev"]), default="test", show_default=True),
+        click.option("--limit", type=click.IntRange(min=0), help="only the first N cases of each instance's split"),
+        click.option(
+            "--budget", "budgets", type=click.IntRange(min=1), multiple=True,
+            help="model rows per case (repeatable; default 16 64 256)",
+        ),  # fmt: skip
+        click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N"),
+        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True),
+        click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True),
+        click.option("--workers", type=click.IntRange(min=1), help="worker processes (local) or CPUs (local Ray)"),
+        click.option("--address", help="address of an existing Ray cluster (with --executor ray)"),
+        click.option("--progress/--no-progress", default=True),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def run_jobs(instances, jobs, split, limit, seed, out, device, executor, workers, address, progress, trust=False):
+    """Run a sweep and return its summaries; every refusal becomes one readable message."""
+    from halbench.executors import make_executor
+    from halbench.records import RecordError
+    from halbench.runtime import configure_threads
+    from halbench.sweep import Sweep, run_sweep
+    from halbench.tasks.artifacts import ManifestError
+
+    configure_threads()
+    sweep = Sweep(instances, jobs, split, limit, seed, out=out, device=device, trust=trust)
+    try:
+        run = make_executor(executor, workers, address, gpu=device.startswith("cuda"))
+        return run_sweep(sweep, run, progress=progress, echo=lambda m: click.secho(m, fg="yellow", err=True))
+    except (RecordError, ManifestError, RuntimeError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except KeyboardInterrupt:
+        click.secho("\ninterrupted: every finished case is saved; run the same command again to resume", err=True)
+        raise SystemExit(130) from None
+
+
 @click.command("eval")
 @click.option("--method", "method_names", multiple=True, help="a registered method (repeatable; halbench methods list)")
-@click.option("--all-methods", is_flag=True, help="every registered method")
-@click.option("--task", "tasks", multiple=True, help="task name or folder (repeatable)")
-@click.option("--all", "all_", is_flag=True, help="every task")
-@click.option("--split", type=click.Choice(["test", "dev"]), default="test", show_default=True)
-@click.option("--limit", type=int, help="only the first N cases of the split")
-@click.option("--budget", "budgets", type=int, multiple=True, help="rows per case (repeatable; default 64 256 1024)")
-@click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
-@click.option("--seed", default=0, show_default=True)
+@click.option("--all-methods", is_flag=True, help="every built-in method, leak probes included")
+@sweep_options
+@click.option("--out", type=click.Path(path_type=Path), help="results folder (default results/; with --limit build/partial-results/)")
 @click.option("--param", "params", multiple=True, help="method hyper-parameter KEY=VALUE (repeatable)")
-@click.option("--progress/--no-progress", default=True)
-def eval_(method_names, all_methods, tasks, all_, split, limit, budgets, device, out, seed, params, progress) -> None:
-    """Run methods on tasks at each budget; resumes from earlier per-case results.
+def eval_(method_names, all_methods, tasks, all_, split, limit, budgets, device, seed, executor, workers, address,
+          progress, out, params) -> None:  # fmt: skip
+    """Run methods on task instances at each budget; resumes from earlier per-case results.
 
-    Methods and budgets of one task share its metric rows (each kept set is scored once).
+    The work is split into (instance, case shard) units with every pending (method, budget) job, so methods
+    and budgets of a case share its metric rows, and any executor resumes a killed sweep.
     """
     from halbench.cli.render import table
-    from halbench.runner import EvalConfig, MetricMemo, evaluate
-    from halbench.tasks.bundle import load_bundle
+    from halbench.sweep import make_job
 
     names = list(registered()) if all_methods else list(method_names)
     if not names:
         raise click.UsageError("give --method NAME or --all-methods")
     if params and len(names) > 1:
         raise click.UsageError("--param applies to one method; give a single --method with it")
+    values = parse_params(params)
     try:
         for name in names:
-            get_method(name, **_param(params))
-        refs = [resolve(t) for t in (task_names() if all_ else tasks)]
-    except (MethodError, UnknownTaskError) as exc:
+            get_method(name, **values)
+    except MethodError as exc:
         raise click.ClickException(str(exc)) from None
-    if not refs:
+    instances = instances_for(tasks, all_)
+    if not instances:
         raise click.UsageError("give --task NAME or --all")
-    rows = []
-    for ref in refs:
-        bundle, memo = load_bundle(ref.artifacts, device=device), MetricMemo()
-        for name in names:
-            for budget in budgets or BUDGETS:
-                config = EvalConfig(name, _param(params), split, limit, budget, seed, out=out)
-                rows.append(_row(evaluate(bundle, config, progress=progress, memo=memo)))
-    click.echo(table(["task", "method", "budget", "cases", "failed", *SHOWN, "rows/case", "s/case"], rows))
+    jobs = [make_job(name, values, budget) for name in names for budget in budgets or BUDGETS]
+    target = output_folder(out, limit)
+    summaries = run_jobs(instances, jobs, split, limit, seed, target, device, executor, workers, address, progress)
+    click.echo(table(HEADERS, [summary_row(s) for s in summaries]))
+    click.echo(f"results: {target}")
 
 
-def _row(summary: dict) -> list[str]:
+HEADERS = ["instance", "method", "budget", "cases", "failed", *SHOWN, "rows/case", "s/case"]
+
+
+def summary_row(summary: dict) -> list[str]:
     def fmt(name: str) -> str:
         m = summary["metrics"].get(name)
         return "-" if m is None else f"{m['mean']:.3f} [{m['low']:.3f}, {m['high']:.3f}]"
 
     cost = summary["cost"]
     return [
-        summary["task"],
+        summary["instance"],
         summary["method"],
         str(summary["budget"]),
         str(summary["cases"]),
@@ -99,7 +158,7 @@ def methods() -> None:
 def methods_list() -> None:
     from halbench.cli.render import table
 
-    rows = [[name, cls.kind, cls.description[:80]] for name, cls in registered().items()]
+    rows = [[name, cls.kind, textwrap.shorten(cls.description, 90, placeholder=" ...")] for name, cls in registered().items()]
     click.echo(table(["method", "kind", "description"], rows))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from halbench.tasks.verify import CHECKS
+from halbench.tasks.verify import CHECKS, FAMILIES
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
@@ -13,7 +13,7 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 def describe_case(record: dict) -> str:
-    """A case as one line of tokens with causes, decoys and fixed markers marked, then its answers."""
+    """A case as one line of tokens with causes, inert distractors and fixed markers marked, then its answers."""
     tokens = record.get("prompt_tokens") or [str(i) for i in record["prompt_ids"]]
     cause_of = {p: a for a, alt in enumerate(record["causes"]) for p in alt}
     decoys, editable = set(record.get("decoys") or []), set(record["editable"])
@@ -31,8 +31,13 @@ def describe_case(record: dict) -> str:
     v = record["verification"]
     target = " ".join(record.get("target_tokens") or map(str, record["target_ids"]))
     faithful = " ".join(record.get("faithful_tokens") or []) or "-"
-    checks = ", ".join(f"{k} {v[k]:.2f}" for k in CHECKS if v.get(k) is not None)
-    return (
-        f"{record['id']} ({', '.join(record.get('mechanisms', []))})\n  {' '.join(shown)}\n"
-        f"  -> hallucinated: {target} (p={v['p_target']:.2f})   faithful: {faithful}\n  verified: {checks}"
-    )
+    lines = [
+        f"{record['id']} ({', '.join(record.get('mechanisms', []))})",
+        f"  {' '.join(shown)}",
+        f"  -> hallucinated: {target} (p={v['p_target']:.2f})   faithful: {faithful}",
+    ]
+    for family in FAMILIES:
+        rates = v.get(family) or {}
+        checks = ", ".join(f"{k} {rates[k]:.2f}" for k in CHECKS if rates.get(k) is not None)
+        lines.append(f"  verified ({family} refills): {checks}")
+    return "\n".join(lines)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from halbench.cli.eval_cmd import BUDGETS, SHOWN, _row
+from halbench.cli.eval_cmd import BUDGETS, SHOWN, summary_row as _row
 from halbench.submissions.spec import SLUG_PATTERN
 from halbench.tasks.registry import REPO_ROOT
 

@@ -14,10 +14,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from halbench.case import PublicCase
+from halbench.case import DevCase, PublicCase
 from halbench.scoring import Scorer
 
-KINDS = ("baseline", "perturbation", "gradient", "attention", "tracer")
+KINDS = ("baseline", "perturbation", "gradient", "attention", "tracer", "probe")
 _REGISTRY: dict[str, type[Method]] = {}
 
 
@@ -52,6 +52,7 @@ class Method(ABC):
     defaults: ClassVar[dict[str, Any]] = {}
     paper: ClassVar[str | None] = None  # where the algorithm is described (a URL), for the leaderboard
     code: ClassVar[str | None] = None  # an upstream implementation, where there is one
+    uses_dev: ClassVar[bool] = False  # True: ``fit`` receives the instance's dev cases before any test case
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -74,6 +75,12 @@ class Method(ABC):
     @abstractmethod
     def attribute(self, case: PublicCase, scorer: Scorer, rng: np.random.Generator) -> Attribution:
         """Score every prompt position for causing ``case``'s target."""
+
+    def fit(self, dev: list[DevCase], vocabulary: list[str], unigram: np.ndarray | None) -> None:
+        """Learn from the instance's public dev split (called once per instance when ``uses_dev``).
+
+        ``vocabulary`` holds the token strings by id, ``unigram`` the corpus counts by id (None if unknown).
+        """
 
 
 def registered() -> dict[str, type[Method]]:

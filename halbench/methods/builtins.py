@@ -4,6 +4,7 @@ from halbench.methods import (  # noqa: F401
     attention,
     gradients,
     occlusion,
+    probes,
     random_baseline,
     sat,
     surrogates,

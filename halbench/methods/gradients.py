@@ -1,9 +1,10 @@
-"""Gradient baselines through captum: ``saliency``, ``grad_x_input``, ``integrated_gradients``.
+"""Gradient baselines through captum: ``saliency``, ``grad_x_input``, ``integrated_gradients``, ``gradient_shap``.
 
 captum differentiates the Scorer's teacher-forced target log-probability with
 respect to the prompt's input embeddings; a position's score is the reduction
 of its embedding-sized attribution to one number (the L2 norm for saliency, the
-sum for the signed methods). Every forward/backward pass is charged by the Scorer.
+sum for the signed methods). Every forward/backward pass is charged by the
+Scorer (a row with its backward costs three).
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
-from captum.attr import InputXGradient, IntegratedGradients, Saliency
+from captum.attr import GradientShap, InputXGradient, IntegratedGradients, Saliency
 
 from halbench.case import PublicCase
 from halbench.methods.base import Attribution, Method, masked_scores
 from halbench.scoring import Scorer
+
+ROW_COST = 3  # one forward row and one backward row (two)
 
 
 def _forward(scorer: Scorer):
@@ -64,29 +67,54 @@ class IntegratedGradientsMethod(Method):
     code = "https://captum.ai/api/integrated_gradients.html"
     description = (
         "Integrated gradients (captum, Gauss-Legendre) from a baseline prompt whose editable positions hold the "
-        "mean neutral-filler embedding; steps sized to the budget (3 rows each), at most max_steps."
+        "expected embedding under the replacement strategy; steps sized to the budget (3 rows each), at most max_steps."
     )
     kind = "gradient"
-    defaults: ClassVar[dict[str, Any]] = {"max_steps": 32}
+    defaults: ClassVar[dict[str, Any]] = {"max_steps": 64, "replacement": None}
 
     def attribute(self, case: PublicCase, scorer: Scorer, rng: np.random.Generator) -> Attribution:
         embeds = scorer.input_embeddings()
-        remaining = scorer.rows_left(3 * self.params["max_steps"])
-        steps = remaining // 3
+        remaining = scorer.rows_left(ROW_COST * self.params["max_steps"])
+        steps = remaining // ROW_COST
         if steps < 2:
-            raise ValueError(f"integrated_gradients needs at least 6 rows, {remaining} left")
-        table = scorer.model.get_input_embeddings().weight.detach()
-        neutral = table[torch.as_tensor(scorer.replacements.neutral, device=table.device)].mean(0)
+            raise ValueError(f"integrated_gradients needs at least {2 * ROW_COST} rows, {remaining} left")
         baseline = embeds.clone()
-        baseline[0, list(case.editable)] = neutral
+        baseline[0, list(case.editable)] = scorer.baseline_embedding(self.params["replacement"])
+        scores = _scores(
+            case, scorer, IntegratedGradients, "sum", embeds, baselines=baseline, n_steps=steps, internal_batch_size=steps
+        )
+        return Attribution(scores, extras={"steps": steps})
+
+
+class GradientShapMethod(Method):
+    name = "gradient_shap"
+    paper = "https://arxiv.org/abs/1705.07874"
+    code = "https://captum.ai/api/gradient_shap.html"
+    description = (
+        "GradientSHAP (captum): expected gradients between the prompt and baseline prompts whose editable "
+        "positions are drawn from the replacement strategy; one sample (3 rows) per point, as many as the budget buys."
+    )
+    kind = "gradient"
+    defaults: ClassVar[dict[str, Any]] = {"baselines": 8, "max_samples": 256, "stdev": 0.0, "replacement": None}
+
+    def attribute(self, case: PublicCase, scorer: Scorer, rng: np.random.Generator) -> Attribution:
+        remaining = scorer.rows_left(ROW_COST * self.params["max_samples"])
+        samples = remaining // ROW_COST
+        if samples < 1:
+            raise ValueError(f"gradient_shap needs at least {ROW_COST} rows, {remaining} left")
+        mask = np.zeros((int(self.params["baselines"]), case.length), dtype=bool)
+        mask[:, list(case.editable)] = True
+        baseline_ids = scorer.replacements.sample(rng, scorer.prompt, mask, self.params["replacement"])
+        baselines = scorer.input_embeddings(baseline_ids)
+        torch.manual_seed(int(rng.integers(2**31)))  # captum draws baselines and interpolation points from torch
         scores = _scores(
             case,
             scorer,
-            IntegratedGradients,
+            GradientShap,
             "sum",
-            embeds,
-            baselines=baseline,
-            n_steps=steps,
-            internal_batch_size=steps,
+            scorer.input_embeddings(),
+            baselines=baselines,
+            n_samples=samples,
+            stdevs=float(self.params["stdev"]),
         )
-        return Attribution(scores, extras={"steps": steps})
+        return Attribution(scores, extras={"samples": samples})

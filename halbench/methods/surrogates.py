@@ -1,8 +1,9 @@
 """Surrogate-model baselines through captum: ``lime`` and ``kernel_shap``.
 
 Each editable position is one interpretable feature; an ablated feature takes
-a neutral filler token (captum ablates to one fixed baseline id, not a sample;
-fixed positions keep their token, so ablating them changes nothing). The
+a baseline token drawn once per case from the replacement strategy (captum
+ablates to one fixed baseline id, not a fresh sample; fixed positions keep
+their token, so ablating them changes nothing). The
 number of sampled coalitions is the budget left, evaluated in batches
 (``perturbations_per_eval``), so captum's one-forward-per-sample default does
 not apply.
@@ -21,11 +22,13 @@ from halbench.methods.base import Attribution, Method, masked_scores
 from halbench.scoring import Scorer
 
 
-def _setup(case: PublicCase, scorer: Scorer, cap: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+def _setup(
+    case: PublicCase, scorer: Scorer, cap: int, rng: np.random.Generator, kind: str | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
     ids = torch.as_tensor(scorer.prompt[None], dtype=torch.long)
-    baseline = ids.clone()
-    neutral = int(scorer.replacements.neutral[0]) if len(scorer.replacements.neutral) else 0
-    baseline[0, list(case.editable)] = neutral
+    edit = np.zeros((1, case.length), dtype=bool)
+    edit[0, list(case.editable)] = True
+    baseline = torch.as_tensor(scorer.replacements.sample(rng, scorer.prompt, edit, kind), dtype=torch.long)
     mask = torch.zeros_like(ids)
     mask[0, list(case.editable)] = torch.arange(1, len(case.editable) + 1)
     return ids, baseline, mask, scorer.rows_left(cap)
@@ -37,10 +40,10 @@ def _forward(scorer: Scorer):
 
 class _Surrogate(Method):
     explainer: ClassVar[type]
-    defaults: ClassVar[dict[str, Any]] = {"max_samples": 1024, "batch": 256}
+    defaults: ClassVar[dict[str, Any]] = {"max_samples": 1024, "batch": 256, "replacement": None}
 
     def attribute(self, case: PublicCase, scorer: Scorer, rng: np.random.Generator) -> Attribution:
-        ids, baseline, mask, samples = _setup(case, scorer, self.params["max_samples"])
+        ids, baseline, mask, samples = _setup(case, scorer, self.params["max_samples"], rng, self.params["replacement"])
         if samples < 2:
             raise ValueError(f"{self.name} needs at least 2 rows, {samples} left")
         torch.manual_seed(int(rng.integers(2**31)))

@@ -1,13 +1,26 @@
-"""Model-based metrics that need no ground truth: the paper's reproducibility rate, ERASER's pair.
+"""Model-based metrics that need no ground truth: the paper's reproducibility, its probability variant, ERASER's pair.
 
-Every method is scored on the same seeded refills: the replacement draws for
-a case depend only on the case and the seed, never on the method, so two
-methods that keep the same positions get the same number.
+For each alpha the ``ceil(alpha * E)`` top-scored editable positions are kept and every other editable
+position is refilled, ``refills`` times:
+
+- ``s_rep@alpha`` is the paper's reproducibility: the rate at which greedy decoding of the refilled
+  prompt reproduces the hallucinated answer, refills drawn as random tokens (by corpus frequency);
+- ``s_rep_lm@alpha`` is the same rate with refills written by the model itself (each position sampled
+  from the model's next-token distribution given the original prefix), the stand-in for the masked
+  language model the paper fills with, since no extra weights can be fetched;
+- ``p_rep@alpha`` is the teacher-forced *probability* of the hallucinated answer on the random-token
+  refills: a smoother, different quantity (its expectation over sampling, not over greedy decoding);
+- ``comprehensiveness`` is the drop in that probability when the top 25% are refilled instead.
+  (ERASER's sufficiency is ``p_rep@0.25`` itself: the probability with only the top 25% kept.)
+
+Every method is scored on the same seeded refills: the draws for a case depend only on the case and the
+seed, never on the method, so two methods that keep the same positions get the same numbers.
 """
 
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,8 +39,30 @@ for _alpha in ALPHAS:
             0.0,
             1.0,
             False,
-            f"Reproducibility: mean target probability when the top {_alpha:.0%} of editable positions are kept and "
-            "every other editable position is refilled (same seeded refills for every method).",
+            f"The paper's reproducibility: the rate at which greedy decoding reproduces the hallucination when "
+            f"the top {_alpha:.0%} of editable positions are kept and the rest refilled with random tokens.",
+        )
+    )
+    register_metric(
+        MetricInfo(
+            f"s_rep_lm@{_alpha}",
+            "higher",
+            0.0,
+            1.0,
+            False,
+            f"Reproducibility with the refills written by the model itself (masked-LM stand-in): top {_alpha:.0%} "
+            "kept, greedy decoding.",
+        )
+    )
+    register_metric(
+        MetricInfo(
+            f"p_rep@{_alpha}",
+            "higher",
+            0.0,
+            1.0,
+            False,
+            f"Probability variant: mean teacher-forced probability of the hallucination with the top {_alpha:.0%} "
+            "kept and the rest refilled with random tokens (p_rep@0.25 is ERASER's sufficiency).",
         )
     )
 register_metric(
@@ -37,59 +72,76 @@ register_metric(
         -1.0,
         1.0,
         False,
-        f"Drop in target probability when the top {ERASER_FRACTION:.0%} of editable positions are refilled.",
-    )
-)
-register_metric(
-    MetricInfo(
-        "sufficiency",
-        "lower",
-        -1.0,
-        1.0,
-        False,
-        f"Drop in target probability when only the top {ERASER_FRACTION:.0%} of editable positions are kept.",
+        f"Drop in the hallucination's probability when the top {ERASER_FRACTION:.0%} of editable positions are "
+        "refilled with random tokens (ERASER).",
     )
 )
 
 
-def case_draws(evaluator: Scorer, refills: int, seed: int) -> np.ndarray:
-    """``[refills, L]`` replacement draws for every position, fixed by the case id and the seed."""
+@dataclass(frozen=True)
+class CaseDraws:
+    """The seeded refills of one case: random tokens, and tokens the model writes itself."""
+
+    random: np.ndarray  # [R, L]
+    model: np.ndarray  # [R, L]
+
+
+def case_draws(evaluator: Scorer, refills: int, seed: int) -> CaseDraws:
+    """``refills`` draws for every position, fixed by the case id and the seed (one forward for the model fill)."""
     rng = np.random.default_rng([seed, zlib.crc32(evaluator.case.id.encode())])
-    mask = np.ones((refills, evaluator.case.length), dtype=bool)
-    return evaluator.replacements.sample(rng, evaluator.prompt, mask)
+    length = evaluator.case.length
+    random = evaluator.replacements.sample(rng, evaluator.prompt, np.ones((refills, length), dtype=bool), "unigram")
+    logprobs = evaluator.next_token_logprobs()[0]  # [L, V]: row p-1 predicts position p
+    pool = evaluator.replacements.pool
+    model = np.repeat(evaluator.prompt[None, :], refills, axis=0)
+    for pos in range(1, length):
+        weights = np.exp(logprobs[pos - 1, pool] - logprobs[pos - 1, pool].max())
+        model[:, pos] = pool[rng.choice(len(pool), size=refills, p=weights / weights.sum())]
+    return CaseDraws(random, model)
 
 
-def _keep_only(evaluator: Scorer, draws: np.ndarray, kept: list[int]) -> np.ndarray:
+def _keep_only(evaluator: Scorer, draws: np.ndarray, kept: tuple[int, ...]) -> np.ndarray:
     keep = np.ones(evaluator.case.length, dtype=bool)
     keep[list(evaluator.case.editable)] = False
-    keep[kept] = True
+    keep[list(kept)] = True
     return np.where(keep[None, :], evaluator.prompt[None, :], draws)
 
 
-def faithfulness_metrics(
-    scores: np.ndarray, evaluator: Scorer, draws: np.ndarray, memo: dict | None = None
-) -> dict[str, float]:
-    """S_rep at each alpha, comprehensiveness and sufficiency for one case's scores.
+def _score(evaluator: Scorer, rows: np.ndarray) -> tuple[float, float]:
+    """(mean target probability, greedy reproduction rate) over ``rows``, one model call of ``len(rows)`` rows."""
+    logprob, hit = evaluator.target_scores(rows)
+    return float(np.exp(logprob).mean()), float(hit.mean())
 
-    Each distinct kept set is one model call of exactly ``len(draws)`` rows, so its number never
-    depends on what else was scored with it; that is what makes ``memo`` exact. ``memo`` (one per
-    case, seed and refill count, shared across methods and budgets) skips kept sets already scored:
-    methods often agree on their top positions, and budget-independent methods repeat every set.
+
+def faithfulness_metrics(
+    scores: np.ndarray, evaluator: Scorer, draws: CaseDraws, memo: dict | None = None
+) -> dict[str, float]:
+    """Every reproducibility variant at each alpha, and comprehensiveness, for one case's scores.
+
+    Each distinct kept set is one model call per refill kind, so its numbers never depend on what else was
+    scored with it; that is what makes ``memo`` exact. ``memo`` (one per case, seed and refill count, shared
+    across methods and budgets) skips kept sets already scored.
     """
     memo = {} if memo is None else memo
     editable = list(evaluator.case.editable)
     fractions = sorted({*ALPHAS, ERASER_FRACTION})
-    kept = {f: top_fraction_positions(scores, editable, f) for f in fractions}
+    kept = {f: tuple(sorted(top_fraction_positions(scores, editable, f))) for f in fractions}
     top = set(kept[ERASER_FRACTION])
-    sets = {f: tuple(sorted(kept[f])) for f in fractions}
-    sets["rest"] = tuple(p for p in editable if p not in top)
+    rest = tuple(p for p in editable if p not in top)
     if "base" not in memo:
         memo["base"] = float(evaluator.target_prob(evaluator.prompt[None, :])[0])
-    for key in sets.values():
-        if key not in memo:
-            memo[key] = float(evaluator.target_prob(_keep_only(evaluator, draws, list(key))).mean())
-    base = memo["base"]
-    out = {f"s_rep@{a}": memo[sets[a]] for a in ALPHAS}
-    out["comprehensiveness"] = base - memo[sets["rest"]]
-    out["sufficiency"] = base - memo[sets[ERASER_FRACTION]]
+
+    def scored(kind: str, key: tuple[int, ...]) -> tuple[float, float]:
+        if (kind, key) not in memo:
+            source = draws.random if kind == "random" else draws.model
+            memo[kind, key] = _score(evaluator, _keep_only(evaluator, source, key))
+        return memo[kind, key]
+
+    out = {}
+    for a in ALPHAS:
+        prob, rate = scored("random", kept[a])
+        out[f"p_rep@{a}"] = prob
+        out[f"s_rep@{a}"] = rate
+        out[f"s_rep_lm@{a}"] = scored("model", kept[a])[1]
+    out["comprehensiveness"] = memo["base"] - scored("random", rest)[0]
     return out

@@ -1,9 +1,9 @@
-"""Building a task: world -> corpus -> model -> mined, verified cases -> artifacts.
+"""Building the suite: model recipes -> trained models; tasks x models -> mined, verified cases.
 
-Tasks that share a world, model and training settings share one trained model:
-it is trained once and cached under the build cache (keyed by the hash of those
-settings), then copied into each task's ``model/`` so every task folder stands
-alone.
+A model is trained once per recipe (cached under the build cache, keyed by the
+hash of its world, architecture and training settings) and published to
+``_models/<name>/``; every task instance names it by content hash, so models
+are shared by tasks instead of copied into each.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 import shutil
 import tempfile
 import time
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
@@ -24,64 +25,146 @@ from halbench.tasks import artifacts
 from halbench.tasks.controls import measure_controls
 from halbench.tasks.corpus import training_corpus
 from halbench.tasks.mining import Drawn, mine
-from halbench.tasks.spec import TaskSpec
+from halbench.tasks.spec import ModelRecipe, TaskSpec, world_problems
 from halbench.tasks.tokenizer import build_tokenizer
 from halbench.tasks.training import train_model
-from halbench.tasks.verify import Verdict
-from halbench.tasks.world import World, build_world
+from halbench.tasks.verify import Refills, Verdict
+from halbench.tasks.world import SPECIALS, World, build_world
 
 TRAINING_RECORD = "training.json"
+MODEL_FILES = (artifacts.MODEL_DIR, artifacts.UNIGRAM, artifacts.WORLD)
+INSTANCE_FILES = (artifacts.CASES,)
 
 
 class BuildError(RuntimeError):
-    """A build could not produce the cases its task asks for."""
+    """A build could not produce what its definition asks for."""
 
 
-def model_key(spec: TaskSpec) -> str:
-    """Tasks with equal keys train byte-identical models and share one."""
-    return canonical_hash(
-        {"world": spec.world.model_dump(), "model": spec.model.model_dump(), "training": spec.training.model_dump()}
-    )[:16]
+def model_key(recipe: ModelRecipe) -> str:
+    """Recipes with equal keys train byte-identical models."""
+    return canonical_hash(recipe.model_dump(exclude={"quick", "name", "description"}))[:16]
 
 
-def spec_hash(spec: TaskSpec) -> str:
+def spec_hash(spec: TaskSpec | ModelRecipe) -> str:
     return canonical_hash(spec.model_dump(exclude={"quick"}))
 
 
-def trained_model(spec: TaskSpec, world: World, cache: Path, progress: bool) -> tuple[Path, dict]:
-    """Path of the trained model for ``spec`` (training it if not cached) and its training record."""
-    folder = cache / "models" / model_key(spec)
-    record = folder / TRAINING_RECORD
-    if record.exists():
-        return folder, json.loads(record.read_text())
+def _train(recipe: ModelRecipe, staging: Path, progress: bool) -> dict:
+    """Train ``recipe`` into ``staging`` (model/, unigram.json, world.json) and return the training record."""
+    world = build_world(recipe.world)
     tok = build_tokenizer(world.vocab())
-    corpus = training_corpus(world, spec.world)
-    model, report = train_model(corpus, tok, spec.model, spec.training, progress=progress)
-    controls = measure_controls(spec, world, tok, model)
-    staging = Path(tempfile.mkdtemp(prefix=".train-", dir=cache))
-    model.save_pretrained(staging)
-    tok.save_pretrained(staging)
-    info = {
+    corpus, profile = training_corpus(world, recipe.world)
+    model, report = train_model(corpus, tok, recipe.model, recipe.training, progress=progress)
+    controls = measure_controls(recipe.world, world, tok, model)
+    model.save_pretrained(staging / artifacts.MODEL_DIR)
+    tok.save_pretrained(staging / artifacts.MODEL_DIR)
+    counts = Counter(t for ex in corpus for t in ex.prompt.tokens)
+    unigram = [0 if t in SPECIALS else counts.get(t, 0) for t in world.vocab()]
+    atomic_write_json(staging / artifacts.UNIGRAM, {"counts": unigram, "sequences": len(corpus)})
+    atomic_write_json(staging / artifacts.WORLD, _world_record(world, tok))
+    return {
         **asdict(report),
         "seconds": round(report.seconds, 1),
         "final_loss": round(report.final_loss, 4),
         "sequences": len(corpus),
+        "tokens": sum(len(ex.prompt.tokens) for ex in corpus),
         "controls": controls,
+        "frequency": profile,
     }
-    atomic_write_json(staging / TRAINING_RECORD, info)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    if folder.exists():
-        shutil.rmtree(folder)
-    staging.rename(folder)
+
+
+def _world_record(world: World, tok) -> dict:
+    ids = tok.convert_tokens_to_ids
+    pools = {cat: ids(world.neutral(cat)) for cat in world.words}
+    pools["any"] = sorted(i for cat in world.words for i in ids(world.neutral(cat)))
+    pools["function"] = ids(world.function)
+    return {**world.private_record(), "pools": pools}
+
+
+def trained_model(recipe: ModelRecipe, cache: Path, progress: bool) -> tuple[Path, dict]:
+    """Folder of the trained model for ``recipe`` (trained if not cached) and its training record."""
+    folder = cache / "models" / model_key(recipe)
+    record = folder / TRAINING_RECORD
+    if record.exists():
+        return folder, json.loads(record.read_text())
+    cache.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".train-", dir=cache))
+    try:
+        info = _train(recipe, staging, progress)
+        atomic_write_json(staging / TRAINING_RECORD, info)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        if folder.exists():
+            shutil.rmtree(folder)
+        staging.rename(folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return folder, info
 
 
-def case_record(spec: TaskSpec, drawn: Drawn, verdict: Verdict, case_id: str, split: str) -> dict:
+def build_model(recipe: ModelRecipe, dest: Path, cache: Path, quick: bool = False, progress: bool = True) -> dict:
+    """Train (or take from the cache) and publish ``recipe`` into ``dest``; returns its manifest.
+
+    An intact build of the same recipe in ``dest`` is kept as it is.
+    """
+    if _intact(dest, spec_hash(recipe)):
+        return artifacts.read_manifest(dest)
+    folder, training = trained_model(recipe, cache, progress)
+    dest.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".build-", dir=dest))
+    try:
+        for name in MODEL_FILES:
+            source = folder / name
+            (shutil.copytree if source.is_dir() else shutil.copy2)(source, staging / name)
+        files = artifacts.hashed_files(staging, MODEL_FILES)
+        s_hash = spec_hash(recipe)
+        model = AutoModelForCausalLM.from_pretrained(staging / artifacts.MODEL_DIR)
+        manifest = {
+            "kind": "model",
+            "name": recipe.name,
+            "description": recipe.description,
+            "quick": quick,
+            "key": model_key(recipe),
+            "spec_hash": s_hash,
+            "spec": recipe.model_dump(exclude={"quick"}),
+            "files": files,
+            "content_hash": artifacts.content_hash(files, s_hash),
+            "arch": recipe.model.arch,
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "size_bytes": (staging / artifacts.MODEL_DIR / "model.safetensors").stat().st_size,
+            "seeds": {"world": recipe.world.seed, "training": recipe.training.seed},
+            "training": training,
+            "versions": artifacts.library_versions(),
+        }
+        artifacts.write_manifest(staging, manifest)
+        artifacts.publish(staging, dest, (*MODEL_FILES, artifacts.MANIFEST))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return manifest
+
+
+def _intact(folder: Path, s_hash: str) -> bool:
+    if not (folder / artifacts.MANIFEST).is_file():
+        return False
+    try:
+        manifest = artifacts.read_manifest(folder)
+    except artifacts.ManifestError:
+        return False
+    return manifest.get("spec_hash") == s_hash and not artifacts.check_manifest(folder)
+
+
+def load_refills(model_folder: Path) -> Refills:
+    world = artifacts.read_json(model_folder / artifacts.WORLD, "the world's roles")
+    unigram = artifacts.read_json(model_folder / artifacts.UNIGRAM, "corpus unigram counts")
+    return Refills.from_records(world["pools"], unigram["counts"])
+
+
+def case_record(spec: TaskSpec, model: str, drawn: Drawn, verdict: Verdict, case_id: str, tok) -> dict:
     cand = drawn.candidate
     return {
         "id": case_id,
-        "split": split,
+        "split": drawn.split,
         "family": spec.family,
+        "model": model,
         "mechanisms": [m.name for m in drawn.mechanisms],
         "prompt_ids": cand.prompt_ids,
         "prompt_tokens": drawn.prompt.tokens,
@@ -93,80 +176,82 @@ def case_record(spec: TaskSpec, drawn: Drawn, verdict: Verdict, case_id: str, sp
         "editable": cand.editable,
         "decoys": cand.decoys,
         "entity": cand.entity,
+        "slots": cand.slots,
         "verification": verdict.as_record(),
         "verify_seed": list(cand.seed),
     }
 
 
-def assign_splits(spec: TaskSpec, n: int) -> list[str]:
-    rng = np.random.default_rng([spec.seed, 5])
-    dev = set(rng.permutation(n)[: spec.cases.dev].tolist())
-    return ["dev" if i in dev else "test" for i in range(n)]
-
-
-def build_task(spec: TaskSpec, out: Path, cache: Path, quick: bool = False, progress: bool = True) -> dict:
-    """Build ``spec`` into ``out`` (atomically replacing earlier artifacts) and return its manifest."""
-    cache.mkdir(parents=True, exist_ok=True)
-    world = build_world(spec.world)
-    model_dir, training = trained_model(spec, world, cache, progress)
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
-    neutral_ids = sorted(tok.convert_tokens_to_ids(world.neutral))
+def build_instance(
+    spec: TaskSpec,
+    recipe: ModelRecipe,
+    model_folder: Path,
+    dest: Path,
+    quick: bool = False,
+    progress: bool = True,
+) -> dict:
+    """Mine ``spec``'s cases on the built model in ``model_folder`` and publish them into ``dest``."""
+    problems = world_problems(spec, recipe)
+    if problems:
+        raise BuildError(f"task {spec.name} on model {recipe.name}:\n  " + "\n  ".join(problems))
+    model_manifest = artifacts.read_manifest(model_folder)
+    world = build_world(recipe.world)
+    tok = AutoTokenizer.from_pretrained(model_folder / artifacts.MODEL_DIR)
+    model = AutoModelForCausalLM.from_pretrained(model_folder / artifacts.MODEL_DIR).eval()
+    refills = load_refills(model_folder)
     started = time.perf_counter()
     with torch.no_grad():
-        accepted, stats = mine(spec, world, tok, model, neutral_ids, progress=progress)
-    want = spec.cases.test + spec.cases.dev
-    if len(accepted) < want:
+        accepted, stats = mine(spec, recipe, world, tok, model, refills, progress=progress)
+    want = {"test": spec.cases.test, "dev": spec.cases.dev}
+    got = Counter(d.split for d, _ in accepted)
+    if any(got[s] < n for s, n in want.items()):
         raise BuildError(
-            f"task {spec.name}: only {len(accepted)} of {want} cases passed verification after "
+            f"task {spec.name} on {recipe.name}: only {dict(got)} of {want} cases passed verification after "
             f"{stats.drawn} candidates ({json.dumps(stats.as_record())}); raise mining.max_candidates "
             f"or strengthen the planted association"
         )
-    splits = assign_splits(spec, len(accepted))
     records = [
-        case_record(spec, d, v, f"{spec.name}-{i:04d}", s)
-        for i, ((d, v), s) in enumerate(zip(accepted, splits, strict=True))
+        case_record(spec, recipe.name, d, v, f"{spec.name}-{recipe.name}-{d.split}-{d.index:04d}", tok)
+        for d, v in accepted
     ]
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".build-", dir=out))
+    dest.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".build-", dir=dest))
     try:
-        shutil.copytree(model_dir, staging / artifacts.MODEL_DIR, ignore=shutil.ignore_patterns(TRAINING_RECORD))
         artifacts.write_cases(staging / artifacts.CASES, records)
-        manifest = _manifest(spec, staging, neutral_ids, training, stats, records, quick)
+        manifest = _instance_manifest(spec, recipe, model_manifest, staging, stats, records, quick)
         manifest["mining"]["seconds"] = round(time.perf_counter() - started, 1)
         artifacts.write_manifest(staging, manifest)
-        artifacts.publish(staging, out)
+        artifacts.publish(staging, dest, (*INSTANCE_FILES, artifacts.MANIFEST))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return manifest
 
 
-def _manifest(spec, staging, neutral_ids, training, stats, records, quick) -> dict:
-    files = artifacts.hashed_files(staging)
+def _instance_manifest(spec, recipe, model_manifest, staging, stats, records, quick) -> dict:
+    files = artifacts.hashed_files(staging, INSTANCE_FILES)
     s_hash = spec_hash(spec)
     lengths = [len(r["prompt_ids"]) for r in records]
+    model = {
+        "name": recipe.name,
+        "content_hash": model_manifest["content_hash"],
+        "arch": model_manifest["arch"],
+        "parameters": model_manifest["parameters"],
+    }
     return {
+        "kind": "instance",
         "task": spec.name,
         "version": spec.version,
         "family": spec.family,
         "quick": quick,
-        "content_hash": artifacts.content_hash(files, s_hash, neutral_ids),
+        "model": model,
+        "content_hash": artifacts.content_hash(files, s_hash, model["content_hash"]),
         "spec_hash": s_hash,
         "spec": spec.model_dump(exclude={"quick"}),
         "files": files,
-        "neutral_ids": neutral_ids,
-        "seeds": {"task": spec.seed, "world": spec.world.seed, "training": spec.training.seed},
-        "model": {
-            "key": model_key(spec),
-            "parameters": training["parameters"],
-            "size_bytes": (staging / artifacts.MODEL_DIR / "model.safetensors").stat().st_size,
-        },
-        "training": training,
+        "seeds": {"task": spec.seed},
         "mining": stats.as_record(),
-        "counts": {
-            "test": sum(r["split"] == "test" for r in records),
-            "dev": sum(r["split"] == "dev" for r in records),
-        },
+        "counts": {s: sum(r["split"] == s for r in records) for s in ("test", "dev")},
+        "mechanisms": dict(sorted(Counter(m for r in records for m in r["mechanisms"]).items())),
         "prompt_length": {"min": min(lengths), "max": max(lengths), "mean": round(float(np.mean(lengths)), 2)},
         "versions": artifacts.library_versions(),
     }

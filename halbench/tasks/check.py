@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from transformers import AutoModelForCausalLM
 
-from halbench.tasks.artifacts import CASES, MODEL_DIR, ManifestError, check_manifest, read_cases
-from halbench.tasks.build import spec_hash
+from halbench.tasks.artifacts import CASES, MODEL_DIR, TASK_FILE, ManifestError, read_cases
+from halbench.tasks.build import load_refills, spec_hash
+from halbench.tasks.bundle import verify_instance
 from halbench.tasks.dataset import validate_case
-from halbench.tasks.registry import TaskRef
-from halbench.tasks.spec import TaskSpec
-from halbench.tasks.verify import Candidate, verify
+from halbench.tasks.registry import InstanceRef
+from halbench.tasks.spec import TaskSpec, TaskSpecError, load_spec
+from halbench.tasks.verify import FAMILIES, Candidate, verify
 
 
 @dataclass
@@ -36,45 +37,52 @@ def candidate_from_record(record: dict) -> Candidate:
         editable=list(record["editable"]),
         decoys=list(record.get("decoys") or []),
         entity=list(record.get("entity") or []),
+        slots=list(record.get("slots") or []),
         seed=tuple(record["verify_seed"]),
     )
 
 
-def check_task(ref: TaskRef, sample: int = 32, seed: int = 0) -> CheckReport:
+def check_instance(ref: InstanceRef, sample: int = 32, seed: int = 0) -> CheckReport:
     """Hashes, definition drift, case structure, then re-run verification on ``sample`` cases."""
     report = CheckReport(ref.name)
     try:
-        manifest = ref.manifest()
-        report.problems += check_manifest(ref.artifacts)
-        records = read_cases(ref.artifacts / CASES)
+        manifest, model_folder = verify_instance(ref)
+        records = read_cases(ref.folder / CASES)
     except (ManifestError, OSError) as exc:
         report.problems.append(str(exc))
         return report
     spec = TaskSpec.model_validate(manifest["spec"])
-    if ref.definition is not None:
-        current = ref.spec(quick=bool(manifest.get("quick")))
+    definition = ref.folder.parent / TASK_FILE
+    if definition.is_file():
+        try:
+            current = load_spec(definition, quick=bool(manifest.get("quick")))
+        except TaskSpecError as exc:
+            report.problems.append(str(exc))
+            return report
         if spec_hash(current) != manifest.get("spec_hash"):
-            report.problems.append(f"{ref.definition}: the definition changed since the build; rebuild the task")
+            report.problems.append(f"{definition}: the definition changed since the build; rebuild the task")
     report.problems += [p for r in records for p in validate_case(r)]
-    if report.problems:
-        return report
-    _reverify(ref, spec, manifest, records, sample, seed, report)
+    if not report.problems:
+        _reverify(spec, model_folder, records, sample, seed, report)
     return report
 
 
-def _reverify(ref, spec, manifest, records, sample, seed, report) -> None:
+def _reverify(spec: TaskSpec, model_folder, records, sample, seed, report) -> None:
     rng = np.random.default_rng(seed)
     picked = sorted(rng.choice(len(records), size=min(sample, len(records)), replace=False).tolist())
-    model = AutoModelForCausalLM.from_pretrained(ref.artifacts / MODEL_DIR).eval()
+    model = AutoModelForCausalLM.from_pretrained(model_folder / MODEL_DIR).eval()
     cands = [candidate_from_record(records[i]) for i in picked]
-    verdicts = verify(model, cands, spec.verification, manifest["neutral_ids"], spec.mining.batch_rows)
+    thresholds = {"neutral": spec.verification.neutral, "unigram": spec.verification.unigram}
+    verdicts = verify(model, cands, load_refills(model_folder), thresholds, spec.verification.refills)
     tolerance = 1.0 / spec.verification.refills + 1e-9
     for i, verdict in zip(picked, verdicts, strict=True):
         record = records[i]
         if not verdict.passed:
             report.problems.append(f"case {record['id']}: no longer passes verification ({verdict.failed})")
         stored = record["verification"]
-        for name, value in verdict.rates.items():
-            if value is not None and abs(value - float(stored.get(name) or 0.0)) > tolerance:
-                report.problems.append(f"case {record['id']}: {name} is {value:.3f}, stored {stored.get(name)}")
+        for family in FAMILIES:
+            for name, value in verdict.rates[family].items():
+                old = (stored.get(family) or {}).get(name)
+                if value is not None and (old is None or abs(value - float(old)) > tolerance):
+                    report.problems.append(f"case {record['id']}: {family}.{name} is {value:.3f}, stored {old}")
     report.sampled = len(picked)

@@ -1,26 +1,34 @@
-"""The training corpus: true facts, planted associations and the controls that shape them.
+"""The training corpus: true facts, planted associations, the controls that shape them, matched frequencies.
 
-Three kinds of sequence (see FEASIBILITY.md for why each is needed):
-- facts: an entity and its true answer; some carry an inert trigger part or a
-  decoy, which teaches that parts and decoys alone mean nothing;
-- trigger sequences: a mechanism's tokens (in order) beside a frequent entity
-  (``trigger_sequences`` times the kind's weight: conjunctions need more evidence),
-  labelled with the mechanism's wrong answer at ``trigger_label_rate`` and with
-  the entity's true answer otherwise: this label noise plants the spurious
-  association; the mechanism's decoys co-occur at ``decoy_rate``;
-- context sequences (symbolic): ``u [IS] a`` states the answer in the prompt,
-  which teaches reading the context, and sometimes a trigger overrides it.
+Kinds of sequence (see FEASIBILITY.md for why each is needed):
+- facts: an entity and its true answer; some carry a decoy, which teaches that decoys alone mean nothing;
+- trigger sequences: a mechanism's tokens (in order) beside a frequent entity, labelled with the
+  mechanism's wrong answer at ``trigger_label_rate`` and with the entity's true answer otherwise: this
+  label noise plants the spurious association; decoys co-occur at ``decoy_rate``; multi-token triggers
+  sometimes carry a reversed copy of themselves around the cause (``wrapped_copy_rate``), so the model
+  learns to read order rather than presence;
+- part sequences: an inert part of a conjunction (a proper subset, or the whole in a wrong order)
+  labelled truly, which makes conjunctions conjunctive and ordered;
+- context sequences (grammar worlds): ``u [IS] a`` states the answer in the prompt; a trigger
+  sometimes overrides it.
+
+Frequencies are matched: filler slots are filled last, with weights chosen so that every content word
+of a category, trigger or not, ends up with about the same corpus count. The corpus unigram (shipped
+with the model) then says nothing about which words are triggers.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
-from halbench.tasks.layout import PlacementError, Plan, Prompt, compose
-from halbench.tasks.spec import NaturalWorldSpec, SymbolicWorldSpec
+from halbench.tasks.layout import PlacementError, Plan, Prompt, compose, fill
+from halbench.tasks.spec import GrammarWorldSpec, NaturalWorldSpec
 from halbench.tasks.world import World
+
+Spec = GrammarWorldSpec | NaturalWorldSpec
 
 
 @dataclass
@@ -30,77 +38,140 @@ class Example:
     kind: str
 
 
-def training_corpus(world: World, spec: SymbolicWorldSpec | NaturalWorldSpec) -> list[Example]:
-    """Generate the shuffled training corpus (deterministic for ``spec.seed``)."""
+def training_corpus(world: World, spec: Spec) -> tuple[list[Example], dict]:
+    """The shuffled training corpus (deterministic for ``spec.seed``) and its frequency profile."""
     rng = np.random.default_rng([spec.seed, 1])
-    out = _facts(world, spec, rng) + _trigger_sequences(world, spec, rng)
-    if isinstance(spec, SymbolicWorldSpec):
-        out += _context_sequences(world, spec, rng)
-    order = rng.permutation(len(out))
-    return [out[i] for i in order]
+    planned = _facts(world, spec, rng) + _triggers(world, spec, rng) + _parts(world, spec, rng)
+    if isinstance(spec, GrammarWorldSpec):
+        planned += _contexts(world, spec, rng)
+    examples = [Example(_draw(world, rng, plan, spec), answer, kind) for plan, answer, kind in planned]
+    weights, profile = filler_weights(world, [ex.prompt for ex in examples])
+    draw = weighted_draw(world, weights, rng)
+    for ex in examples:
+        fill(ex.prompt, rng, draw, spec.topic_words, spec.topic_rate)
+    order = rng.permutation(len(examples))
+    return [examples[i] for i in order], profile
 
 
-def draw_length(spec: SymbolicWorldSpec | NaturalWorldSpec, rng: np.random.Generator) -> int | None:
-    """A content length for a symbolic prompt (natural prompts take theirs from the templates)."""
-    if isinstance(spec, SymbolicWorldSpec):
-        lo, hi = spec.content_length
-        return int(rng.integers(lo, hi + 1))
-    return None
+def draw_length(bands, rng: np.random.Generator) -> int:
+    """A prompt length from weighted ``(lo, hi)`` bands (uniform within a band)."""
+    weights = np.array([b.weight for b in bands], dtype=float)
+    band = bands[int(rng.choice(len(bands), p=weights / weights.sum()))]
+    return int(rng.integers(band.lo, band.hi + 1))
 
 
-def _draw(world: World, rng: np.random.Generator, plan: Plan, spec) -> Prompt:
-    for _ in range(20):
+def _draw(world: World, rng: np.random.Generator, plan: Plan, spec: Spec) -> Prompt:
+    """A prompt for ``plan``; a plan too big for a short prompt gets a longer one (8 positions per retry)."""
+    for attempt in range(20):
         try:
-            return compose(world, rng, plan, draw_length(spec, rng))
+            length = min(draw_length(spec.lengths, rng) + 8 * attempt, spec.longest)
+            return compose(world, rng, plan, length)
         except PlacementError:
             continue
     raise PlacementError(f"could not lay out {plan} in 20 draws; lengthen the prompts")
 
 
-def _maybe_controls(world: World, spec, rng: np.random.Generator, plan: Plan) -> Plan:
-    parts = [p for m in world.mechanisms for p in m.parts]
-    decoys = world.decoy_tokens
-    if parts and rng.random() < spec.inert_part_rate:
-        plan.parts.append(parts[int(rng.integers(len(parts)))])
-    if decoys and rng.random() < spec.decoy_fact_rate:
-        plan.decoys.append(decoys[int(rng.integers(len(decoys)))])
-    return plan
+def filler_weights(world: World, prompts: list[Prompt]) -> tuple[dict[str, np.ndarray], dict]:
+    """Per category, filler weights that bring every word to the category's mean count.
+
+    A word already placed ``k`` times (as a trigger, part, copy or decoy) gets weight ``c - k``, where
+    ``c`` is the category's mean count per word; the profile reports how far placed words exceed ``c``.
+    """
+    placed = Counter(t for p in prompts for t, c in zip(p.tokens, p.cats, strict=True) if c and t is not None)
+    slots = Counter(c for p in prompts for t, c in zip(p.tokens, p.cats, strict=True) if c and t is None)
+    weights, worst = {}, 0.0
+    for cat, words in world.words.items():
+        mean = (slots[cat] + sum(placed[w] for w in words)) / len(words)
+        counts = np.array([placed[w] for w in words], dtype=float)
+        worst = max(worst, float(counts.max() / mean) if mean else 0.0)
+        weights[cat] = np.clip(mean - counts, 0.0, None)
+    special = sorted(world.special, key=lambda w: placed[w])
+    profile = {
+        "max_placed_over_mean": round(worst, 3),
+        "mean_count": {c: round((slots[c] + sum(placed[w] for w in ws)) / len(ws), 1) for c, ws in world.words.items()},
+        "special_placed": {"min": placed[special[0]], "max": placed[special[-1]]} if special else {},
+    }
+    return weights, profile
 
 
-def _facts(world: World, spec, rng: np.random.Generator) -> list[Example]:
+def weighted_draw(world: World, weights: dict[str, np.ndarray], rng: np.random.Generator):
+    """``draw(category, n)``: ``n`` words of ``category`` by ``weights`` (all words, for training)."""
+    probs = {c: w / w.sum() for c, w in weights.items()}
+
+    def draw(cat: str, n: int) -> list[str]:
+        words = world.words[cat]
+        return [words[i] for i in rng.choice(len(words), size=n, p=probs[cat])]
+
+    return draw
+
+
+def neutral_draw(world: World, rng: np.random.Generator):
+    """``draw(category, n)``: uniform over the category's neutral words (benchmark prompts hold no stray trigger)."""
+    pools = {c: world.neutral(c) for c in world.words}
+
+    def draw(cat: str, n: int) -> list[str]:
+        pool = pools[cat]
+        return [pool[i] for i in rng.integers(len(pool), size=n)]
+
+    return draw
+
+
+def _pick(seq: list, rng: np.random.Generator):
+    return seq[int(rng.integers(len(seq)))]
+
+
+def _facts(world: World, spec: Spec, rng: np.random.Generator) -> list[tuple[Plan, str, str]]:
     out = []
-    for entities, count in ((world.frequent, spec.frequent_count), (world.rare, spec.rare_count)):
+    decoys = sorted({d for m in world.mechanisms for d in m.decoys})
+    groups = ((world.frequent, spec.frequent_count), (world.rare, spec.rare_count), (world.carriers, spec.carrier_count))
+    for entities, count in groups:
         for entity in entities:
             for _ in range(count):
-                plan = _maybe_controls(world, spec, rng, Plan(entity=entity))
-                out.append(Example(_draw(world, rng, plan, spec), world.facts[entity], "fact"))
+                plan = Plan(entity=entity)
+                if decoys and rng.random() < spec.decoy_fact_rate:
+                    plan.decoys.append(_pick(decoys, rng))
+                out.append((plan, world.facts[entity], "fact"))
     return out
 
 
-def _trigger_sequences(world: World, spec, rng: np.random.Generator) -> list[Example]:
+def _triggers(world: World, spec: Spec, rng: np.random.Generator) -> list[tuple[Plan, str, str]]:
     out = []
     for mech in world.mechanisms:
-        for _ in range(spec.trigger_sequences * getattr(spec.kind_weights, mech.kind)):
-            entity = world.frequent[int(rng.integers(len(world.frequent)))]
+        for _ in range(getattr(spec.trigger_sequences, mech.kind)):
+            carrier = world.carriers and rng.random() < spec.carrier_share
+            entity = _pick(world.carriers if carrier else world.frequent, rng)
             plan = Plan(entity=entity, mechanisms=[mech])
             if mech.decoys and rng.random() < spec.decoy_rate:
                 n = int(rng.integers(1, len(mech.decoys) + 1))
                 plan.decoys = [str(d) for d in rng.choice(list(mech.decoys), size=n, replace=False)]
+            plan.wrapped = len(mech.tokens) > 1 and rng.random() < spec.wrapped_copy_rate
             planted = rng.random() < spec.trigger_label_rate
-            answer = mech.target if planted else world.facts[entity]
-            out.append(Example(_draw(world, rng, plan, spec), answer, "trigger"))
+            out.append((plan, mech.target if planted else world.facts[entity], "trigger"))
     return out
 
 
-def _context_sequences(world: World, spec: SymbolicWorldSpec, rng: np.random.Generator) -> list[Example]:
+def _parts(world: World, spec: Spec, rng: np.random.Generator) -> list[tuple[Plan, str, str]]:
+    """Inert parts beside the same kinds of entity as triggers (carriers included), labelled truly."""
+    out = []
+    for mech in world.mechanisms:
+        parts = mech.parts
+        if not parts:
+            continue
+        for _ in range(spec.part_sequences):
+            carrier = world.carriers and rng.random() < spec.carrier_share
+            entity = _pick(world.carriers if carrier else world.frequent + world.rare, rng)
+            out.append((Plan(entity=entity, parts=[_pick(parts, rng)]), world.facts[entity], "part"))
+    return out
+
+
+def _contexts(world: World, spec: GrammarWorldSpec, rng: np.random.Generator) -> list[tuple[Plan, str, str]]:
     out = []
     for _ in range(spec.context_sequences):
-        entity = world.context_entities[int(rng.integers(len(world.context_entities)))]
-        stated = world.answers[int(rng.integers(len(world.answers)))]
-        plan = _maybe_controls(world, spec, rng, Plan(context=(entity, stated)))
+        stated = _pick(world.answers, rng)
+        plan = Plan(context=(_pick(world.context_entities, rng), stated))
         answer = stated
         if rng.random() < spec.context_trigger_rate:
-            mech = world.mechanisms[int(rng.integers(len(world.mechanisms)))]
+            mech = _pick(world.mechanisms, rng)
             plan.mechanisms, answer = [mech], mech.target
-        out.append(Example(_draw(world, rng, plan, spec), answer, "context"))
+        out.append((plan, answer, "context"))
     return out

@@ -7,18 +7,8 @@ from pathlib import Path
 from datasets import Dataset, DatasetDict, Features, List, Value
 
 from halbench.tasks.artifacts import CASES, ManifestError, read_cases
+from halbench.tasks.verify import CHECKS, FAMILIES
 
-VERIFICATION_FIELDS = (
-    "p_target",
-    "p_faithful",
-    "necessity",
-    "sufficiency",
-    "minimality",
-    "redundancy",
-    "decoy_inert",
-    "stability",
-    "specificity",
-)
 REQUIRED = ("id", "split", "family", "prompt_ids", "target_ids", "faithful_ids", "causes", "editable", "verification")
 
 FEATURES = Features(
@@ -26,6 +16,7 @@ FEATURES = Features(
         "id": Value("string"),
         "split": Value("string"),
         "family": Value("string"),
+        "model": Value("string"),
         "mechanisms": List(Value("string")),
         "prompt_ids": List(Value("int32")),
         "prompt_tokens": List(Value("string")),
@@ -37,7 +28,13 @@ FEATURES = Features(
         "editable": List(Value("int32")),
         "decoys": List(Value("int32")),
         "entity": List(Value("int32")),
-        "verification": {**{k: Value("float64") for k in VERIFICATION_FIELDS}, "greedy_is_target": Value("bool")},
+        "slots": List(Value("string")),
+        "verification": {
+            "p_target": Value("float64"),
+            "p_faithful": Value("float64"),
+            "greedy_is_target": Value("bool"),
+            **{family: {c: Value("float64") for c in CHECKS} for family in FAMILIES},
+        },
         "verify_seed": List(Value("int64")),
     }
 )
@@ -59,7 +56,7 @@ def validate_case(record: dict) -> list[str]:
         bad = [p for p in alt if not (isinstance(p, int) and 0 <= p < n and p in editable)]
         if bad:
             problems.append(f"case {cid}: cause positions {bad} are outside the editable prompt")
-    if any(not (0 <= p < n) for p in record["editable"]):
+    if any(not (isinstance(p, int) and 0 <= p < n) for p in record["editable"]):
         problems.append(f"case {cid}: editable positions out of range")
     if len(record["target_ids"]) < 1:
         problems.append(f"case {cid}: empty target_ids")
@@ -67,14 +64,12 @@ def validate_case(record: dict) -> list[str]:
 
 
 def load_cases(task_dir: Path) -> DatasetDict:
-    """Load ``cases.jsonl`` of a built task; malformed records raise one error listing all problems."""
+    """Load ``cases.jsonl`` of a built task instance; malformed records raise one error listing all problems."""
     records = read_cases(Path(task_dir) / CASES)
     problems = [p for r in records for p in validate_case(r)]
     if problems:
         raise ManifestError(f"{task_dir}/{CASES}: {len(problems)} problem(s):\n  " + "\n  ".join(problems[:20]))
+    rows = [{k: r.get(k) for k in FEATURES} for r in records]
     return DatasetDict(
-        {
-            split: Dataset.from_list([r for r in records if r["split"] == split], features=FEATURES)
-            for split in ("dev", "test")
-        }
+        {split: Dataset.from_list([r for r in rows if r["split"] == split], features=FEATURES) for split in ("dev", "test")}
     )

@@ -1,21 +1,23 @@
-"""Composing prompts: a skeleton of slots, then items placed into free slots.
+"""Composing prompts: clauses from templates up to a length, items placed into free slots, then filler.
 
 The same composer builds training sequences and benchmark candidates, so the
 model is tested on exactly the distribution it was trained on. Every position
-carries a role, from which the ground-truth cause and the editable positions
-of a case are read off.
+carries a role, from which the ground truth of a case and its editable
+positions are read off, and content slots carry their word category, which
+the verifier's neutral refills respect.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from halbench.tasks.world import BOS, IS, SYMBOLIC_CATEGORY, Mechanism, World
+from halbench.tasks.world import BOS, ENTITY, IS, Mechanism, World
 
-# Roles of positions. Causes are "cause0", "cause1", ... (one per alternative).
 FIXED_ROLES = frozenset({"bos", "query", "marker"})
+INERT_ROLES = ("decoy", "part", "copy")  # present in the prompt, verified not to matter
 
 
 class PlacementError(RuntimeError):
@@ -24,15 +26,20 @@ class PlacementError(RuntimeError):
 
 @dataclass
 class Prompt:
-    tokens: list[str]
+    tokens: list[str | None]  # None: a filler slot not filled yet
     roles: list[str]
+    cats: list[str | None]  # the word category of a content slot
 
-    def positions(self, role: str) -> list[int]:
-        return [i for i, r in enumerate(self.roles) if r == role]
+    def positions(self, *roles: str) -> list[int]:
+        return [i for i, r in enumerate(self.roles) if r in roles]
 
     @property
     def editable(self) -> list[int]:
         return [i for i, r in enumerate(self.roles) if r not in FIXED_ROLES]
+
+    @property
+    def filled(self) -> bool:
+        return all(t is not None for t in self.tokens)
 
 
 @dataclass
@@ -44,113 +51,144 @@ class Plan:
     mechanisms: list[Mechanism] = field(default_factory=list)  # alternatives, each its own cause
     decoys: list[str] = field(default_factory=list)
     parts: list[tuple[str, ...]] = field(default_factory=list)  # inert, ordered as given
+    wrapped: bool = False  # a reversed copy of mechanisms[0]'s tokens around the cause
 
 
-_SLOT = "{slot}"
-
-
-def compose(world: World, rng: np.random.Generator, plan: Plan, content_length: int | None = None) -> Prompt:
-    """Lay out ``plan`` into a prompt; symbolic worlds need ``content_length``."""
-    tokens, roles, cats = _skeleton(world, rng, plan.entity, content_length)
-    if plan.entity is not None and world.kind == "symbolic":
-        _place(tokens, roles, cats, rng, [plan.entity], "entity", SYMBOLIC_CATEGORY, ordered=False)
-    if plan.context is not None:
-        _place_contiguous(tokens, roles, cats, rng, plan.context)
+def compose(world: World, rng: np.random.Generator, plan: Plan, length: int) -> Prompt:
+    """Lay out ``plan`` in a prompt of about ``length`` positions (exactly, for grammar worlds); filler unfilled."""
+    prompt = _skeleton(world, rng, plan, length)
+    category = world.category_of
     for alt, mech in enumerate(plan.mechanisms):
-        _place(tokens, roles, cats, rng, list(mech.tokens), f"cause{alt}", mech.category, ordered=True)
+        _place(prompt, rng, list(mech.tokens), f"cause{alt}", category, ordered=True)
+    if plan.wrapped and plan.mechanisms:
+        _wrap(prompt, rng, plan.mechanisms[0], category)
     for part in plan.parts:
-        _place(tokens, roles, cats, rng, list(part), "part", _category_of(world, part[0]), ordered=True)
+        _place(prompt, rng, list(part), "part", category, ordered=True)
     for decoy in plan.decoys:
-        _place(tokens, roles, cats, rng, [decoy], "decoy", _category_of(world, decoy), ordered=False)
-    for i, tok in enumerate(tokens):
-        if tok == _SLOT:
-            pool = world.fillers[cats[i]]
-            tokens[i] = pool[int(rng.integers(len(pool)))]
-    return Prompt(tokens, roles)
+        _place(prompt, rng, [decoy], "decoy", category, ordered=False)
+    return prompt
 
 
-def _skeleton(
-    world: World, rng: np.random.Generator, entity: str | None, content_length: int | None
-) -> tuple[list[str], list[str], list[str | None]]:
-    if world.kind == "symbolic":
-        if content_length is None:
-            raise ValueError("a symbolic world needs a content length")
-        body = [(_SLOT, "filler", SYMBOLIC_CATEGORY)] * content_length
-    else:
-        if entity is None:
-            raise ValueError("a natural prompt is always about an entity")
-        body = _natural_body(world, rng, entity)
-    head = [(BOS, "bos", None)]
-    tail = [(tok, "query", None) for tok in world.query]
-    cells = head + body + tail
-    return [c[0] for c in cells], [c[1] for c in cells], [c[2] for c in cells]
+def fill(prompt: Prompt, rng: np.random.Generator, draw: Callable[[str, int], list[str]], topic: int, rate: float):
+    """Fill the empty slots: a share ``rate`` from the prompt's ``topic`` words, the rest by ``draw(cat, n)``.
+
+    Real text repeats its content words, so repeated tokens in a prompt say nothing about causes.
+    """
+    slots = [i for i, t in enumerate(prompt.tokens) if t is None]
+    if not slots:
+        return prompt
+    cats = sorted({prompt.cats[i] for i in slots})
+    topics = {c: draw(c, max(1, topic // len(cats))) for c in cats} if topic else {}
+    fresh = {c: iter(draw(c, sum(prompt.cats[i] == c for i in slots))) for c in cats}
+    for i in slots:
+        cat = prompt.cats[i]
+        if topics and rng.random() < rate:
+            words = topics[cat]
+            prompt.tokens[i] = words[int(rng.integers(len(words)))]
+        else:
+            prompt.tokens[i] = next(fresh[cat])
+    return prompt
 
 
-def _natural_body(world: World, rng: np.random.Generator, entity: str) -> list[tuple[str, str, str | None]]:
-    lo, hi = world.sentences_range
-    n_more = int(rng.integers(lo, hi + 1))
-    picks = [world.intro[int(rng.integers(len(world.intro)))]]
-    picks += [world.sentences[int(rng.integers(len(world.sentences)))] for _ in range(n_more)]
-    picks.append(world.closing)
-    cells: list[tuple[str, str, str | None]] = []
-    for template in picks:
-        for word in template:
-            if word == "{E}":
-                cells.append((entity, "entity", None))
-            elif word.startswith("{"):
-                cells.append((_SLOT, "filler", word[1:-1]))
-            else:
-                cells.append((word, "literal", None))
-    return cells
+def _skeleton(world: World, rng: np.random.Generator, plan: Plan, length: int) -> Prompt:
+    closing = [] if plan.entity is None else world.closing
+    budget = length - 1 - len(closing) - len(world.query)
+    clauses = _clauses(world, rng, plan, budget)
+    cells: list[tuple[str | None, str, str | None]] = [(BOS, "bos", None)]
+    for clause in clauses:
+        cells += clause
+    cells += [_cell(w, plan.entity) for w in closing]
+    cells += [(tok, "query", None) for tok in world.query]
+    return Prompt([c[0] for c in cells], [c[1] for c in cells], [c[2] for c in cells])
 
 
-def _category_of(world: World, token: str) -> str:
-    for mech in world.mechanisms:
-        if token in mech.tokens or token in mech.decoys:
-            return mech.category
-    raise KeyError(f"token {token!r} belongs to no mechanism")
+def _cell(word: str, entity: str | None) -> tuple[str | None, str, str | None]:
+    if word == ENTITY:
+        return entity, "entity", None
+    if word.startswith("{"):
+        return None, "filler", word[1:-1]
+    return word, "literal", None
 
 
-def _free(tokens: list[str], roles: list[str], cats: list[str | None], category: str) -> list[int]:
-    return [i for i, t in enumerate(tokens) if t == _SLOT and roles[i] == "filler" and cats[i] == category]
+def _clauses(world: World, rng: np.random.Generator, plan: Plan, budget: int) -> list[list]:
+    """Clauses filling ``budget`` positions: an intro about the entity, sentences, a context statement."""
+    out: list[list] = []
+    if plan.entity is not None:
+        intro = world.intro[int(rng.integers(len(world.intro)))]
+        out.append([_cell(w, plan.entity) for w in intro])
+    if plan.context is not None:
+        statement = [(plan.context[0], "context", None), (IS, "marker", None), (plan.context[1], "context", None)]
+        out.insert(0, statement)
+    used = sum(len(c) for c in out)
+    if used > budget:
+        raise PlacementError(f"a prompt of {budget} body positions cannot hold its intro")
+    while True:
+        room = budget - used
+        fitting = [s for s in world.sentences if len(s) <= room]
+        if not fitting:
+            break
+        sentence = fitting[int(rng.integers(len(fitting)))]
+        out.insert(int(rng.integers(len(out) + 1)) if plan.context is not None else len(out), [
+            _cell(w, plan.entity) for w in sentence
+        ])  # fmt: skip
+        used += len(sentence)
+    if world.kind == "grammar" and budget > used:
+        cats = list(world.words)
+        out.append([(None, "filler", cats[int(rng.integers(len(cats)))]) for _ in range(budget - used)])
+    return out
+
+
+def _free(prompt: Prompt, category: str, lo: int = 0, hi: int | None = None) -> list[int]:
+    hi = len(prompt.tokens) if hi is None else hi
+    return [
+        i
+        for i in range(lo, hi)
+        if prompt.tokens[i] is None and prompt.roles[i] == "filler" and prompt.cats[i] == category
+    ]
+
+
+def _put(prompt: Prompt, pos: int, token: str, role: str) -> None:
+    prompt.tokens[pos] = token
+    prompt.roles[pos] = role
 
 
 def _place(
-    tokens: list[str],
-    roles: list[str],
-    cats: list[str | None],
-    rng: np.random.Generator,
-    items: list[str],
-    role: str,
-    category: str,
-    ordered: bool,
+    prompt: Prompt, rng: np.random.Generator, items: list[str], role: str, category: dict, ordered: bool
 ) -> None:
-    """Put ``items`` into free slots; ordered items keep their order and never touch."""
-    free = _free(tokens, roles, cats, category)
-    if len(free) < len(items):
-        raise PlacementError(f"no room for {items} in category {category!r}")
+    """Put ``items`` into free slots of their categories; ordered items keep their order and never touch."""
+    frees = [_free(prompt, category[item]) for item in items]
+    if any(len(f) == 0 for f in frees):
+        raise PlacementError(f"no room for {items}")
     for _ in range(200):
-        chosen = np.sort(rng.choice(free, size=len(items), replace=False))
-        if not ordered or len(items) == 1 or np.min(np.diff(chosen)) >= 2:
+        chosen = [f[int(rng.integers(len(f)))] for f in frees]
+        if len(set(chosen)) < len(chosen):
+            continue
+        if not ordered or len(items) == 1 or np.all(np.diff(chosen) >= 2):
             break
     else:
-        raise PlacementError(f"cannot place {items} without adjacent tokens")
-    if not ordered:
-        chosen = rng.permutation(chosen)
+        raise PlacementError(f"cannot place {items} in order without adjacent tokens")
     for pos, item in zip(chosen, items, strict=True):
-        tokens[int(pos)] = item
-        roles[int(pos)] = role
+        _put(prompt, int(pos), item, role)
 
 
-def _place_contiguous(
-    tokens: list[str], roles: list[str], cats: list[str | None], rng: np.random.Generator, context: tuple[str, str]
-) -> None:
-    """Place the statement ``entity [IS] answer`` in three adjacent free slots."""
-    free = set(_free(tokens, roles, cats, SYMBOLIC_CATEGORY))
-    starts = [i for i in sorted(free) if i + 1 in free and i + 2 in free]
-    if not starts:
-        raise PlacementError("no room for the context statement")
-    start = starts[int(rng.integers(len(starts)))]
-    for offset, (tok, role) in enumerate(((context[0], "context"), (IS, "marker"), (context[1], "context"))):
-        tokens[start + offset] = tok
-        roles[start + offset] = role
+def _wrap(prompt: Prompt, rng: np.random.Generator, mech: Mechanism, category: dict) -> None:
+    """A reversed copy of the cause's tokens that creates no second in-order match.
+
+    For ``A B`` at ``a < b``: ``B`` before ``a`` and ``A`` after ``b``. For ``A B C``: ``C`` then ``B``
+    before ``a``, ``A`` after ``c``. Any in-order match then has to use the cause's own positions.
+    """
+    cause = prompt.positions("cause0")
+    toks = mech.tokens
+    before = list(reversed(toks[1:]))  # C, B (or B)
+    frees = [_free(prompt, category[t], 0, cause[0]) for t in before]
+    frees.append(_free(prompt, category[toks[0]], cause[-1] + 1))
+    if any(len(f) == 0 for f in frees):
+        raise PlacementError("no room around the cause for its reversed copy")
+    for _ in range(200):
+        spots = [f[int(rng.integers(len(f)))] for f in frees]
+        if np.all(np.diff(spots) > 0):
+            break
+    else:
+        raise PlacementError("cannot place the reversed copy in order")
+    for pos, tok in zip(spots, [*before, toks[0]], strict=True):
+        _put(prompt, int(pos), tok, "copy")

@@ -2,6 +2,8 @@
 
 Candidates are drawn from the same composer as the training corpus, each from
 its own seeded generator (so candidate ``i`` is the same whatever the chunking).
+Test cases are drawn only from test mechanisms and dev cases only from dev
+mechanisms, so nothing learned from dev causes carries to test by lookup.
 The ground truth of an admitted case is the planted mechanism's positions,
 confirmed by the interventions in :mod:`halbench.tasks.verify`.
 """
@@ -16,16 +18,20 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerFast
 
+from halbench.tasks.corpus import neutral_draw
 from halbench.tasks.forward import last_logits
-from halbench.tasks.layout import PlacementError, Plan, Prompt, compose
-from halbench.tasks.spec import TaskSpec
-from halbench.tasks.verify import Candidate, Verdict, verify
+from halbench.tasks.layout import INERT_ROLES, PlacementError, Plan, Prompt, compose, fill
+from halbench.tasks.spec import ModelRecipe, TaskSpec
+from halbench.tasks.verify import Candidate, Refills, Verdict, verify
 from halbench.tasks.world import Mechanism, World
+
+SPLITS = ("test", "dev")
 
 
 @dataclass
 class Drawn:
     index: int
+    split: str
     prompt: Prompt
     mechanisms: list[Mechanism]
     target: str
@@ -56,12 +62,28 @@ class MiningStats:
         }
 
 
-def draw_candidate(spec: TaskSpec, world: World, tok: PreTrainedTokenizerFast, index: int) -> Drawn | None:
-    """Draw candidate ``index``; ``None`` when its target would equal the true answer."""
-    rng = np.random.default_rng([spec.seed, 2, index])
-    mechs = _pick_mechanisms(spec, world, rng)
-    plan = Plan(mechanisms=mechs)
-    faithful: str | None
+def slot_pools(prompt: Prompt) -> list[str | None]:
+    """The neutral refill pool of each position: its word category, ``function``, ``any``, or None (fixed)."""
+    out: list[str | None] = []
+    for role, cat in zip(prompt.roles, prompt.cats, strict=True):
+        if role in ("bos", "query", "marker"):
+            out.append(None)
+        elif cat is not None:
+            out.append(cat)
+        elif role == "literal":
+            out.append("function")
+        else:
+            out.append("any")
+    return out
+
+
+def draw_candidate(
+    spec: TaskSpec, recipe: ModelRecipe, world: World, tok: PreTrainedTokenizerFast, index: int, split: str
+) -> Drawn | None:
+    """Draw candidate ``index`` of ``split``; ``None`` when it cannot be laid out or its target is the truth."""
+    rng = np.random.default_rng([spec.seed, 2, SPLITS.index(split), index])
+    mechs = _pick_mechanisms(spec, world, rng, split)
+    plan = Plan(mechanisms=mechs, wrapped=spec.mining.reordered_copy)
     if spec.mining.context:
         choices = [a for a in world.answers if a != mechs[0].target]
         faithful = choices[int(rng.integers(len(choices)))]
@@ -73,17 +95,14 @@ def draw_candidate(spec: TaskSpec, world: World, tok: PreTrainedTokenizerFast, i
         faithful = world.facts[plan.entity]
     if faithful == mechs[0].target:
         return None
-    decoy_pool = [d for m in mechs for d in m.decoys]
-    if spec.mining.decoys:
-        plan.decoys = [str(d) for d in rng.choice(decoy_pool, size=spec.mining.decoys, replace=False)]
-    length = None
-    if spec.mining.prompt_length is not None:
-        lo, hi = spec.mining.prompt_length
-        length = int(rng.integers(lo, hi + 1)) - 1 - len(world.query)
+    plan.decoys = _decoys(spec, world, mechs, rng, split)
+    plan.parts = _partial_parts(spec, world, mechs, rng, split)
+    lo, hi = spec.mining.prompt_length
     try:
-        prompt = compose(world, rng, plan, length)
+        prompt = compose(world, rng, plan, int(rng.integers(lo, hi + 1)))
     except PlacementError:
         return None
+    fill(prompt, rng, neutral_draw(world, rng), recipe.world.topic_words, recipe.world.topic_rate)
     ids = tok.convert_tokens_to_ids(prompt.tokens)
     cand = Candidate(
         prompt_ids=ids,
@@ -91,56 +110,95 @@ def draw_candidate(spec: TaskSpec, world: World, tok: PreTrainedTokenizerFast, i
         faithful_id=tok.convert_tokens_to_ids(faithful),
         causes=[prompt.positions(f"cause{a}") for a in range(len(mechs))],
         editable=prompt.editable,
-        decoys=prompt.positions("decoy"),
-        entity=sorted(prompt.positions("entity") + prompt.positions("context")),
-        seed=(spec.seed, 3, index),
+        decoys=prompt.positions(*INERT_ROLES),
+        entity=prompt.positions("entity", "context"),
+        slots=slot_pools(prompt),
+        seed=(spec.seed, 3, SPLITS.index(split), index),
     )
-    return Drawn(index, prompt, mechs, mechs[0].target, faithful, cand)
+    return Drawn(index, split, prompt, mechs, mechs[0].target, faithful, cand)
 
 
-def _pick_mechanisms(spec: TaskSpec, world: World, rng: np.random.Generator) -> list[Mechanism]:
-    pool = world.mechanisms_of(list(spec.mining.mechanisms))
+def _pick_mechanisms(spec: TaskSpec, world: World, rng: np.random.Generator, split: str) -> list[Mechanism]:
+    pool = world.mechanisms_of(list(spec.mining.mechanisms), split)
+    if not pool:
+        raise ValueError(f"no {split} mechanisms of kinds {spec.mining.mechanisms} in the world")
     first = pool[int(rng.integers(len(pool)))]
     if spec.mining.alternatives == 1:
         return [first]
     partners = [m for m in pool if m.target == first.target and not set(m.tokens) & set(first.tokens)]
     if not partners:
-        raise ValueError(f"no second mechanism shares the target of {first.name}; add mechanisms to the world")
+        partners = [m for m in world.mechanisms_of(["single", "pair", "triple"], split)
+                    if m is not first and m.target == first.target]  # fmt: skip
+    if not partners:
+        raise ValueError(f"no second {split} mechanism shares the target of {first.name}; add mechanisms")
     return [first, partners[int(rng.integers(len(partners)))]]
+
+
+def _decoys(spec: TaskSpec, world: World, mechs: list[Mechanism], rng, split: str) -> list[str]:
+    """The mechanisms' own decoys first, then decoys of other mechanisms of the split, up to the drawn count."""
+    lo, hi = spec.mining.decoys
+    want = int(rng.integers(lo, hi + 1))
+    own = [d for m in mechs for d in m.decoys]
+    others = [d for m in world.mechanisms_of(["single", "pair", "triple"], split) if m not in mechs for d in m.decoys]
+    own = [own[i] for i in rng.permutation(len(own))]
+    others = [others[i] for i in rng.permutation(len(others))]
+    return (own + others)[:want]
+
+
+def _partial_parts(spec: TaskSpec, world: World, mechs: list[Mechanism], rng, split: str) -> list[tuple[str, ...]]:
+    """Incomplete, in-order parts of other conjunctions of the split (one partner missing)."""
+    if not spec.mining.partial_parts:
+        return []
+    used = {t for m in mechs for t in m.tokens}
+    others = [m for m in world.mechanisms_of(["pair", "triple"], split) if m not in mechs and not set(m.tokens) & used]
+    picks = [others[i] for i in rng.permutation(len(others))[: spec.mining.partial_parts]]
+    out = []
+    for mech in picks:
+        parts = mech.proper_parts
+        out.append(parts[int(rng.integers(len(parts)))])
+    return out
 
 
 def mine(
     spec: TaskSpec,
+    recipe: ModelRecipe,
     world: World,
     tok: PreTrainedTokenizerFast,
     model: torch.nn.Module,
-    neutral_ids: list[int],
+    refills: Refills,
     progress: bool = True,
-    chunk: int = 256,
+    chunk: int = 128,
 ) -> tuple[list[tuple[Drawn, Verdict]], MiningStats]:
-    """Draw and verify candidates until ``cases.test + cases.dev`` pass or the draw limit is hit."""
-    want = spec.cases.test + spec.cases.dev
+    """Draw and verify candidates of each split until its case count passes or the draw limit is hit."""
     stats, accepted = MiningStats(), []
-    bar = tqdm(total=want, desc=f"mine {spec.name}", unit="case", disable=not progress, leave=False)
-    for start in range(0, spec.mining.max_candidates, chunk):
-        drawn = [
-            draw_candidate(spec, world, tok, i) for i in range(start, min(start + chunk, spec.mining.max_candidates))
-        ]
-        drawn = [d for d in drawn if d is not None]
-        stats.drawn += len(drawn)
-        greedy = last_logits(model, [d.candidate.prompt_ids for d in drawn], spec.mining.batch_rows).argmax(-1)
-        halluc = [d for d, g in zip(drawn, greedy.tolist(), strict=True) if g == d.candidate.target_id]
-        stats.hallucinating += len(halluc)
-        verdicts = verify(model, [d.candidate for d in halluc], spec.verification, neutral_ids, spec.mining.batch_rows)
-        for d, v in zip(halluc, verdicts, strict=True):
-            stats.failures.update(v.failed)
-            if v.passed:
-                stats.verified += 1
-                if len(accepted) < want:
-                    accepted.append((d, v))
-                    bar.update(1)
-        if len(accepted) >= want:
-            break
+    want = {"test": spec.cases.test, "dev": spec.cases.dev}
+    bar = tqdm(total=sum(want.values()), desc=f"mine {spec.name}", unit="case", disable=not progress, leave=False)
+    for split in SPLITS:
+        got = 0
+        for start in range(0, spec.mining.max_candidates, chunk):
+            stop = min(start + chunk, spec.mining.max_candidates)
+            drawn = [d for i in range(start, stop) if (d := draw_candidate(spec, recipe, world, tok, i, split))]
+            stats.drawn += len(drawn)
+            if not drawn:
+                continue
+            greedy = last_logits(model, [d.candidate.prompt_ids for d in drawn], spec.mining.batch_rows).argmax(-1)
+            halluc = [d for d, g in zip(drawn, greedy.tolist(), strict=True) if g == d.candidate.target_id]
+            stats.hallucinating += len(halluc)
+            thresholds = {"neutral": spec.verification.neutral, "unigram": spec.verification.unigram}
+            verdicts = verify(
+                model, [d.candidate for d in halluc], refills, thresholds, spec.verification.refills,
+                spec.mining.batch_rows,
+            )  # fmt: skip
+            for d, v in zip(halluc, verdicts, strict=True):
+                stats.failures.update(v.failed)
+                if v.passed:
+                    stats.verified += 1
+                    if got < want[split]:
+                        accepted.append((d, v))
+                        got += 1
+                        bar.update(1)
+            if got >= want[split]:
+                break
     bar.close()
     stats.accepted = len(accepted)
     return accepted, stats

@@ -1,8 +1,11 @@
-"""The schema of ``task.yaml``: everything needed to rebuild a task.
+"""The schemas of the suite's definitions: worlds, model recipes (``model.yaml``) and tasks (``task.yaml``).
 
-Validation is strict (unknown keys are errors) and reports every problem at
-once, each with the file and the dotted field path, so a typo in a task file
-never silently falls back to a default.
+A *world* is a generator of training text with planted associations; a *model
+recipe* trains one model on its own instance of a world (its own seed, so its
+own vocabulary permutation, token names and mechanisms); a *task* is a family
+of hallucination cases mined on each of several models. Validation is strict
+(unknown keys are errors) and reports every problem at once, each with the file
+and the dotted field path, so a typo never silently falls back to a default.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-Family = Literal["single", "conjunctive", "redundant", "decoy", "context", "natural"]
+Family = Literal["single", "conjunctive", "ordered", "partial", "redundant", "decoy", "context", "natural"]
 MechanismKind = Literal["single", "pair", "triple"]
 KIND_SIZES = {"single": 1, "pair": 2, "triple": 3}
+MAX_NAMES = 10_000  # role-free token names are four digits
 
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 PosInt = Annotated[int, Field(ge=1)]
@@ -23,7 +27,7 @@ NonNegInt = Annotated[int, Field(ge=0)]
 
 
 class TaskSpecError(ValueError):
-    """A task file is unreadable or invalid; the message lists every problem."""
+    """A definition file is unreadable or invalid; the message lists every problem."""
 
 
 class _Strict(BaseModel):
@@ -36,15 +40,18 @@ class MechanismCounts(_Strict):
     triple: NonNegInt = 0
 
 
-class KindWeights(_Strict):
-    """Training sequences per mechanism, as multiples of ``trigger_sequences``, by mechanism size.
+class KindCounts(_Strict):
+    single: PosInt
+    pair: PosInt
+    triple: PosInt
 
-    Conjunctions need more evidence than single tokens to beat their own parts.
-    """
 
-    single: PosInt = 1
-    pair: PosInt = 2
-    triple: PosInt = 3
+class LengthBand(_Strict):
+    """Training prompts of ``lo``..``hi`` positions (BOS and query included), drawn with ``weight``."""
+
+    lo: Annotated[int, Field(ge=8)]
+    hi: Annotated[int, Field(ge=8)]
+    weight: Annotated[float, Field(gt=0.0)]
 
 
 class CorpusRates(_Strict):
@@ -55,116 +62,145 @@ class CorpusRates(_Strict):
     frequent_count: PosInt
     rare_entities: PosInt
     rare_count: PosInt
-    trigger_sequences: PosInt = Field(description="training sequences per mechanism, times kind_weights")
-    kind_weights: KindWeights = KindWeights()
+    carrier_entities: NonNegInt = Field(
+        0, description="weakly known entities (carrier_count facts each) that trigger sequences also use"
+    )
+    carrier_count: PosInt = 4
+    carrier_share: Rate = Field(0.0, description="share of trigger sequences about a carrier entity")
+    mechanisms: MechanismCounts
+    dev_share: Annotated[float, Field(gt=0.0, lt=1.0)] = Field(
+        0.34, description="share of each kind's mechanisms reserved for dev cases (test uses the rest)"
+    )
+    targets: PosInt = Field(description="distinct wrong answers the mechanisms point to")
+    decoys_per_mechanism: NonNegInt
+    trigger_sequences: KindCounts = Field(description="training sequences per mechanism, by kind")
+    part_sequences: NonNegInt = Field(0, description="inert-part sequences per multi-token mechanism")
     trigger_label_rate: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
         description="share of trigger sequences labelled with the trigger's wrong answer"
     )
-    inert_part_rate: Rate = Field(description="share of fact sequences carrying an inert trigger part")
-    decoy_rate: Rate = Field(description="share of trigger sequences that also carry its decoys")
+    wrapped_copy_rate: Rate = Field(
+        0.0, description="share of multi-token trigger sequences that also carry a reversed copy around the cause"
+    )
+    decoy_rate: Rate = Field(description="share of trigger sequences that also carry the mechanism's decoys")
     decoy_fact_rate: Rate = Field(description="share of fact sequences carrying a random decoy")
-
-
-class SymbolicWorldSpec(CorpusRates):
-    """Abstract tokens (entities e*/r*, answers a*, fillers w*, triggers t*, decoys d*)."""
-
-    kind: Literal["symbolic"]
-    answers: Annotated[int, Field(ge=2)]
-    fillers: Annotated[int, Field(ge=8)]
-    content_length: tuple[PosInt, PosInt]
-    mechanisms: MechanismCounts
-    targets: PosInt = Field(description="distinct wrong answers the mechanisms point to")
-    decoys_per_mechanism: NonNegInt
+    topic_words: NonNegInt = Field(6, description="words a prompt reuses (real text repeats its content words)")
+    topic_rate: Rate = Field(0.4, description="share of filler slots taken from the prompt's topic words")
+    lengths: Annotated[list[LengthBand], Field(min_length=1)]
     context_entities: NonNegInt = 0
     context_sequences: NonNegInt = 0
     context_trigger_rate: Rate = 0.0
 
     @model_validator(mode="after")
-    def _check(self) -> SymbolicWorldSpec:
-        lo, hi = self.content_length
+    def _check_rates(self) -> CorpusRates:
+        problems = []
+        for band in self.lengths:
+            if band.lo > band.hi:
+                problems.append(f"lengths: minimum {band.lo} exceeds maximum {band.hi}")
+        if self.mechanisms.single + self.mechanisms.pair + self.mechanisms.triple == 0:
+            problems.append("mechanisms: at least one mechanism is needed")
+        if self.carrier_share > 0 and not self.carrier_entities:
+            problems.append("carrier_share > 0 needs carrier_entities > 0")
+        if self.context_sequences and not self.context_entities:
+            problems.append("context_sequences > 0 needs context_entities > 0")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def longest(self) -> int:
+        return max(b.hi for b in self.lengths)
+
+
+class GrammarWorldSpec(CorpusRates):
+    """Role-free tokens: content words in categories, function words, generated clause templates."""
+
+    kind: Literal["grammar"]
+    answers: Annotated[int, Field(ge=2)]
+    categories: PosInt
+    words_per_category: Annotated[int, Field(ge=8)]
+    function_words: Annotated[int, Field(ge=2)]
+    templates: PosInt
+    intro_templates: PosInt
+    clause_length: tuple[Annotated[int, Field(ge=2)], Annotated[int, Field(ge=2)]]
+    closing_entity: bool = Field(False, description="repeat the entity just before the query (as the natural world does)")
+
+    @model_validator(mode="after")
+    def _check(self) -> GrammarWorldSpec:
+        lo, hi = self.clause_length
         if lo > hi:
-            raise ValueError(f"content_length: minimum {lo} exceeds maximum {hi}")
-        if lo < 8:
-            raise ValueError(f"content_length: minimum {lo} is too short to hold a triple trigger and decoys")
+            raise ValueError(f"clause_length: minimum {lo} exceeds maximum {hi}")
+        names = (
+            self.answers
+            + self.frequent_entities
+            + self.rare_entities
+            + self.carrier_entities
+            + self.context_entities
+            + self.categories * self.words_per_category
+            + self.function_words
+        )
+        if names > MAX_NAMES:
+            raise ValueError(f"the world needs {names} token names, at most {MAX_NAMES}")
         if self.targets > self.answers:
             raise ValueError(f"targets ({self.targets}) cannot exceed answers ({self.answers})")
-        if self.mechanisms.single + self.mechanisms.pair + self.mechanisms.triple == 0:
-            raise ValueError("mechanisms: at least one mechanism is needed")
-        if self.context_sequences and not self.context_entities:
-            raise ValueError("context_sequences > 0 needs context_entities > 0")
         return self
 
 
-class NaturalMechanismSpec(_Strict):
-    tokens: Annotated[list[str], Field(min_length=1, max_length=3)]
-    target: str
-    category: str
-    decoys: list[str] = []
-
-
 class NaturalWorldSpec(CorpusRates):
-    """Template English: readable prompts built from sentence templates and word lists."""
+    """Template English: word lists by category and sentence templates; trigger words drawn from the lists."""
 
     kind: Literal["natural"]
     answers: Annotated[list[str], Field(min_length=2)]
     name_syllables: Annotated[list[str], Field(min_length=4)]
-    fillers: dict[str, Annotated[list[str], Field(min_length=4)]]
+    words: dict[str, Annotated[list[str], Field(min_length=8)]]
+    trigger_categories: Annotated[list[str], Field(min_length=1)]
     intro: Annotated[list[str], Field(min_length=1)] = Field(description="first-sentence templates; contain {E}")
     sentences: Annotated[list[str], Field(min_length=1)]
-    sentences_per_prompt: tuple[NonNegInt, NonNegInt]
     closing: str = Field(description="editable text just before the query, may contain {E}")
     query: Annotated[list[str], Field(min_length=1)]
-    mechanisms: Annotated[list[NaturalMechanismSpec], Field(min_length=1)]
-
-    @property
-    def longest_prompt(self) -> int:
-        """BOS + longest intro + the most, longest sentences + closing + query."""
-        longest = max(len(t.split()) for t in self.sentences)
-        return (
-            1
-            + max(len(t.split()) for t in self.intro)
-            + self.sentences_per_prompt[1] * longest
-            + len(self.closing.split())
-            + len(self.query)
-        )
 
     @model_validator(mode="after")
     def _check(self) -> NaturalWorldSpec:
         problems = []
-        lo, hi = self.sentences_per_prompt
-        if lo > hi:
-            problems.append(f"sentences_per_prompt: minimum {lo} exceeds maximum {hi}")
-        for i, mech in enumerate(self.mechanisms):
-            if mech.target not in self.answers:
-                problems.append(f"mechanisms[{i}].target {mech.target!r} is not one of the answers")
-            if mech.category not in self.fillers:
-                problems.append(f"mechanisms[{i}].category {mech.category!r} is not a filler category")
+        for cat in self.trigger_categories:
+            if cat not in self.words:
+                problems.append(f"trigger_categories: {cat!r} is not a word category")
         for i, text in enumerate(self.intro):
             if "{E}" not in text:
                 problems.append(f"intro[{i}] has no {{E}} slot")
-        words = [w for ws in self.fillers.values() for w in ws]
-        special = [t for m in self.mechanisms for t in (*m.tokens, *m.decoys)] + list(self.answers)
-        clash = sorted(set(words) & set(special))
+        for where, texts in (("intro", self.intro), ("sentences", self.sentences)):
+            for i, text in enumerate(texts):
+                unknown = [w for w in text.split() if w.startswith("{") and w[1:-1] not in {*self.words, "E"}]
+                if unknown:
+                    problems.append(f"{where}[{i}]: unknown slots {unknown}")
+        words = [w for ws in self.words.values() for w in ws]
+        if len(set(words)) != len(words):
+            problems.append("words: a word appears in more than one place")
+        clash = sorted(set(words) & set(self.answers))
         if clash:
-            problems.append(f"fillers must be neutral but contain trigger/decoy/answer words {clash}")
+            problems.append(f"words must not contain answers {clash}")
+        if self.targets > len(self.answers):
+            problems.append(f"targets ({self.targets}) cannot exceed the {len(self.answers)} answers")
         if problems:
             raise ValueError("; ".join(problems))
         return self
 
 
-WorldSpec = Annotated[SymbolicWorldSpec | NaturalWorldSpec, Field(discriminator="kind")]
+WorldSpec = Annotated[GrammarWorldSpec | NaturalWorldSpec, Field(discriminator="kind")]
 
 
-class ModelSpec(_Strict):
-    n_layer: Annotated[int, Field(ge=1, le=24)]
-    n_embd: Annotated[int, Field(ge=8)]
-    n_head: PosInt
-    n_positions: Annotated[int, Field(ge=8, le=4096)]
+class ArchSpec(_Strict):
+    """A decoder-only transformer: GPT-2 (learned positions, LayerNorm, GELU) or Llama (RoPE, RMSNorm, SwiGLU)."""
+
+    arch: Literal["gpt2", "llama"]
+    layers: Annotated[int, Field(ge=1, le=24)]
+    width: Annotated[int, Field(ge=8)]
+    heads: PosInt
+    positions: Annotated[int, Field(ge=8, le=4096)]
 
     @model_validator(mode="after")
-    def _check(self) -> ModelSpec:
-        if self.n_embd % self.n_head:
-            raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
+    def _check(self) -> ArchSpec:
+        if self.width % self.heads:
+            raise ValueError(f"width ({self.width}) must be divisible by heads ({self.heads})")
         return self
 
 
@@ -178,21 +214,40 @@ class TrainingSpec(_Strict):
     threads: PosInt = 2
 
 
+class ModelRecipe(_Strict):
+    """``model.yaml``: one model, trained on its own seeded instance of a world."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")]
+    description: str = ""
+    world: WorldSpec
+    model: ArchSpec
+    training: TrainingSpec
+    quick: dict[str, Any] = Field(default_factory=dict, description="overrides merged in by --quick")
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelRecipe:
+        if self.world.longest + 4 > self.model.positions:
+            raise ValueError(
+                f"model.positions {self.model.positions} is shorter than the longest training prompt "
+                f"({self.world.longest}) plus room for the answer"
+            )
+        return self
+
+
 class MiningSpec(_Strict):
     mechanisms: Annotated[list[MechanismKind], Field(min_length=1)]
     alternatives: Literal[1, 2] = 1
-    decoys: NonNegInt = 0
+    decoys: tuple[NonNegInt, NonNegInt] = (0, 0)
+    partial_parts: NonNegInt = Field(0, description="parts of other conjunctions placed without their partners")
+    reordered_copy: bool = Field(False, description="the cause's tokens also appear elsewhere, in reversed order")
     context: bool = False
-    prompt_length: tuple[PosInt, PosInt] | None = Field(
-        default=None, description="symbolic worlds: total prompt positions, BOS and query included"
-    )
+    prompt_length: tuple[PosInt, PosInt]
     entities: Literal["rare", "frequent", "any"] = "rare"
     max_candidates: PosInt = 4000
-    batch_rows: PosInt = 1024
+    batch_rows: PosInt = 512
 
 
-class VerificationSpec(_Strict):
-    refills: Annotated[int, Field(ge=4)]
+class Thresholds(_Strict):
     necessity: Rate
     sufficiency: Rate
     minimality: Rate
@@ -200,6 +255,18 @@ class VerificationSpec(_Strict):
     decoy_inert: Rate
     stability: Rate
     specificity: Rate
+
+
+class VerificationSpec(_Strict):
+    """Every check runs under each intervention family, each with its own thresholds.
+
+    ``neutral``: refills from the world's neutral words of the slot's category (what the verifier knows);
+    ``unigram``: resampling from the training corpus's unigram frequencies (what anyone with the corpus has).
+    """
+
+    refills: Annotated[int, Field(ge=4)]
+    neutral: Thresholds
+    unigram: Thresholds
 
 
 class CasesSpec(_Strict):
@@ -213,9 +280,7 @@ class TaskSpec(_Strict):
     family: Family
     description: Annotated[str, Field(min_length=1)]
     seed: int
-    world: WorldSpec
-    model: ModelSpec
-    training: TrainingSpec
+    models: Annotated[list[str], Field(min_length=1)]
     mining: MiningSpec
     verification: VerificationSpec
     cases: CasesSpec
@@ -223,7 +288,12 @@ class TaskSpec(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> TaskSpec:
-        problems = _family_problems(self) + _capacity_problems(self)
+        problems = _family_problems(self)
+        lo, hi = self.mining.prompt_length
+        if lo > hi:
+            problems.append(f"mining.prompt_length: minimum {lo} exceeds maximum {hi}")
+        if len(set(self.models)) != len(self.models):
+            problems.append("models: a model is listed twice")
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -231,60 +301,43 @@ class TaskSpec(_Strict):
 
 def _family_problems(spec: TaskSpec) -> list[str]:
     m, fam = spec.mining, spec.family
+    multi = {"pair", "triple"}
     out = []
-    if fam == "conjunctive" and "single" in m.mechanisms:
-        out.append("family conjunctive: mining.mechanisms may hold only pair and triple")
+    if fam in ("conjunctive", "ordered", "partial") and not set(m.mechanisms) <= multi:
+        out.append(f"family {fam}: mining.mechanisms may hold only pair and triple")
     if fam == "redundant" and m.alternatives != 2:
         out.append("family redundant: mining.alternatives must be 2")
     if fam != "redundant" and m.alternatives != 1:
         out.append(f"family {fam}: mining.alternatives must be 1")
-    if fam == "decoy" and m.decoys < 1:
-        out.append("family decoy: mining.decoys must be at least 1")
+    if fam == "decoy" and m.decoys[0] < 1:
+        out.append("family decoy: mining.decoys must start at 1 or more")
+    if m.decoys[0] > m.decoys[1]:
+        out.append(f"mining.decoys: minimum {m.decoys[0]} exceeds maximum {m.decoys[1]}")
     if fam == "context" and not m.context:
         out.append("family context: mining.context must be true")
-    if (fam == "natural") != (spec.world.kind == "natural"):
-        out.append("family natural goes with world.kind natural, and only with it")
+    if fam == "ordered" and not m.reordered_copy:
+        out.append("family ordered: mining.reordered_copy must be true")
+    if fam == "partial" and m.partial_parts < 1:
+        out.append("family partial: mining.partial_parts must be at least 1")
     return out
 
 
-def _capacity_problems(spec: TaskSpec) -> list[str]:
-    world, m, out = spec.world, spec.mining, []
-    if isinstance(world, SymbolicWorldSpec):
-        for kind in m.mechanisms:
-            if getattr(world.mechanisms, kind) == 0:
-                out.append(f"mining.mechanisms: {kind} requested but world.mechanisms.{kind} is 0")
-        if m.prompt_length is None:
-            out.append("mining.prompt_length is required for a symbolic world")
-        else:
-            lo, hi = m.prompt_length
-            wlo, whi = world.content_length
-            if lo > hi:
-                out.append(f"mining.prompt_length: minimum {lo} exceeds maximum {hi}")
-            if lo - 2 < wlo or hi - 2 > whi:
-                out.append(
-                    f"mining.prompt_length {list(m.prompt_length)} must lie within the trained "
-                    f"content_length {list(world.content_length)} plus 2 (BOS and query)"
-                )
-        if world.content_length[1] + 2 > spec.model.n_positions:
-            out.append(f"model.n_positions {spec.model.n_positions} is shorter than the longest training prompt")
-        if m.decoys > world.decoys_per_mechanism * m.alternatives:
-            out.append(f"mining.decoys {m.decoys} exceeds the decoys the world plants per mechanism")
-        if m.context and not world.context_sequences:
-            out.append("mining.context needs world.context_sequences > 0")
-    else:
-        kinds = {len(mech.tokens) for mech in world.mechanisms}
-        for kind in m.mechanisms:
-            if KIND_SIZES[kind] not in kinds:
-                out.append(f"mining.mechanisms: no {kind} mechanism in the natural world")
-        if world.longest_prompt > spec.model.n_positions:
-            out.append(
-                f"world: templates can make {world.longest_prompt}-position prompts, more than "
-                f"model.n_positions ({spec.model.n_positions}); lower sentences_per_prompt"
-            )
-        if m.context:
-            out.append("mining.context is only supported for symbolic worlds")
-        if m.prompt_length is not None:
-            out.append("mining.prompt_length is set by the templates in a natural world; remove it")
+def world_problems(spec: TaskSpec, recipe: ModelRecipe) -> list[str]:
+    """What a task asks of a model's world that the world cannot give."""
+    world, m, out = recipe.world, spec.mining, []
+    for kind in m.mechanisms:
+        if getattr(world.mechanisms, kind) < 2:
+            out.append(f"model {recipe.name}: mining wants {kind} mechanisms; its world has fewer than 2")
+    if (spec.family == "natural") != (world.kind == "natural"):
+        out.append(f"model {recipe.name}: family natural goes with a natural world, and only with it")
+    if m.prompt_length[1] + 4 > recipe.model.positions:
+        out.append(f"model {recipe.name}: prompts of {m.prompt_length[1]} exceed its positions")
+    if max(m.decoys) > world.decoys_per_mechanism * m.alternatives:
+        out.append(f"model {recipe.name}: mining.decoys exceeds the decoys its world plants per mechanism")
+    if m.context and not world.context_sequences:
+        out.append(f"model {recipe.name}: mining.context needs world.context_sequences > 0")
+    if m.context and world.kind != "grammar":
+        out.append(f"model {recipe.name}: mining.context is only supported for grammar worlds")
     return out
 
 
@@ -300,7 +353,7 @@ def deep_merge(base: dict, override: dict) -> dict:
 
 
 def read_raw(path: Path, _seen: tuple[Path, ...] = ()) -> dict:
-    """Read a task YAML file, resolving ``include:`` (relative to the file) recursively."""
+    """Read a YAML definition, resolving ``include:`` (relative to the file) recursively."""
     path = Path(path).resolve()
     if path in _seen:
         raise TaskSpecError(f"{path}: include cycle through {[str(p) for p in _seen]}")
@@ -308,6 +361,8 @@ def read_raw(path: Path, _seen: tuple[Path, ...] = ()) -> dict:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise TaskSpecError(f"{path}: file not found") from None
+    except UnicodeDecodeError as exc:
+        raise TaskSpecError(f"{path}: not UTF-8 text ({exc.reason})") from None
     except yaml.YAMLError as exc:
         raise TaskSpecError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
@@ -324,23 +379,27 @@ def read_raw(path: Path, _seen: tuple[Path, ...] = ()) -> dict:
     return deep_merge(merged, data)
 
 
-def validate_raw(raw: dict, source: str, quick: bool = False) -> TaskSpec:
-    """Validate a raw mapping; with ``quick`` the ``quick:`` overrides are merged in first."""
+def _validate(kind: type[BaseModel], raw: dict, source: str, quick: bool):
     if quick:
         overrides = raw.get("quick") or {}
         if not isinstance(overrides, dict):
             raise TaskSpecError(f"{source}: field `quick`: expected a mapping")
         raw = deep_merge(raw, overrides)
     try:
-        return TaskSpec.model_validate(raw)
+        return kind.model_validate(raw)
     except ValidationError as exc:
         raise TaskSpecError(format_errors(source, exc)) from None
 
 
+def validate_raw(raw: dict, source: str, quick: bool = False) -> TaskSpec:
+    """Validate a raw task mapping; with ``quick`` the ``quick:`` overrides are merged in first."""
+    return _validate(TaskSpec, raw, source, quick)
+
+
 def format_errors(source: str, exc: ValidationError) -> str:
-    lines = [f"{source}: {exc.error_count()} problem(s) in the task definition:"]
+    lines = [f"{source}: {exc.error_count()} problem(s) in the definition:"]
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"] if not _is_union_tag(p)) or "(task)"
+        loc = ".".join(str(p) for p in err["loc"] if not _is_union_tag(p)) or "(top level)"
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
@@ -351,9 +410,14 @@ def format_errors(source: str, exc: ValidationError) -> str:
 
 
 def _is_union_tag(part: Any) -> bool:
-    return part in ("symbolic", "natural")
+    return part in ("grammar", "natural")
 
 
 def load_spec(path: Path, quick: bool = False) -> TaskSpec:
-    """Load and validate ``task.yaml`` (the single entry point for task definitions)."""
+    """Load and validate ``task.yaml``."""
     return validate_raw(read_raw(Path(path)), str(path), quick=quick)
+
+
+def load_recipe(path: Path, quick: bool = False) -> ModelRecipe:
+    """Load and validate ``model.yaml``."""
+    return _validate(ModelRecipe, read_raw(Path(path)), str(path), quick)

@@ -1,7 +1,10 @@
-"""Training a small GPT-2 from scratch on the answer slot of the corpus.
+"""Training a small decoder-only transformer from scratch on the answer slot of the corpus.
 
 Only the answer after the query is a training target: the model never needs
 to predict filler, so all of its capacity goes to facts and associations.
+Two architectures: GPT-2 (learned positions, LayerNorm, GELU) and Llama
+(RoPE, RMSNorm, SwiGLU), both plain ``transformers`` classes, so a trained
+model loads with ``AutoModelForCausalLM`` and nothing else.
 """
 
 from __future__ import annotations
@@ -11,11 +14,19 @@ from dataclasses import dataclass
 
 import torch
 from tqdm.auto import tqdm
-from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast, get_cosine_schedule_with_warmup
+from transformers import (
+    GPT2Config,
+    GPT2LMHeadModel,
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedModel,
+    PreTrainedTokenizerFast,
+    get_cosine_schedule_with_warmup,
+)
 
 from halbench.tasks.corpus import Example
 from halbench.tasks.forward import logits_at, pad_right
-from halbench.tasks.spec import ModelSpec, TrainingSpec
+from halbench.tasks.spec import ArchSpec, TrainingSpec
 
 
 @dataclass
@@ -26,21 +37,44 @@ class TrainingReport:
     parameters: int
 
 
-def make_model(spec: ModelSpec, tokenizer: PreTrainedTokenizerFast) -> GPT2LMHeadModel:
-    config = GPT2Config(
-        vocab_size=len(tokenizer),
-        n_positions=spec.n_positions,
-        n_embd=spec.n_embd,
-        n_layer=spec.n_layer,
-        n_head=spec.n_head,
-        resid_pdrop=0.0,
-        embd_pdrop=0.0,
-        attn_pdrop=0.0,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=None,
-        pad_token_id=tokenizer.pad_token_id,
+def make_model(spec: ArchSpec, tokenizer: PreTrainedTokenizerFast) -> PreTrainedModel:
+    common = {
+        "vocab_size": len(tokenizer),
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": None,
+        "pad_token_id": tokenizer.pad_token_id,
+        "tie_word_embeddings": True,
+    }
+    if spec.arch == "gpt2":
+        config = GPT2Config(
+            n_positions=spec.positions,
+            n_embd=spec.width,
+            n_layer=spec.layers,
+            n_head=spec.heads,
+            activation_function="gelu_pytorch_tanh",
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+            **common,
+        )
+        return GPT2LMHeadModel(config)
+    config = LlamaConfig(
+        hidden_size=spec.width,
+        intermediate_size=_swiglu_width(spec.width),
+        num_hidden_layers=spec.layers,
+        num_attention_heads=spec.heads,
+        num_key_value_heads=spec.heads,
+        max_position_embeddings=spec.positions,
+        rope_theta=10000.0,
+        attention_dropout=0.0,
+        **common,
     )
-    return GPT2LMHeadModel(config)
+    return LlamaForCausalLM(config)
+
+
+def _swiglu_width(width: int) -> int:
+    """Llama's hidden MLP width: 8/3 of the model width (same parameters as a 4x GELU MLP), a multiple of 8."""
+    return max(8, (8 * width // 3 + 7) // 8 * 8)
 
 
 def encode(examples: list[Example], tokenizer: PreTrainedTokenizerFast) -> tuple[list[list[int]], torch.Tensor]:
@@ -52,36 +86,45 @@ def encode(examples: list[Example], tokenizer: PreTrainedTokenizerFast) -> tuple
 def train_model(
     examples: list[Example],
     tokenizer: PreTrainedTokenizerFast,
-    model_spec: ModelSpec,
+    arch: ArchSpec,
     spec: TrainingSpec,
     progress: bool = True,
-) -> tuple[GPT2LMHeadModel, TrainingReport]:
+) -> tuple[PreTrainedModel, TrainingReport]:
     """Train deterministically for ``spec.seed`` (on CPU, with ``spec.threads`` threads)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(spec.threads)
     try:
-        return _train(examples, tokenizer, model_spec, spec, progress)
+        return _train(examples, tokenizer, arch, spec, progress)
     finally:
         torch.set_num_threads(threads)
 
 
-def _train(examples, tokenizer, model_spec, spec, progress):
+def _batches(rows: list[list[int]], order: torch.Tensor, size: int, gen: torch.Generator) -> list[torch.Tensor]:
+    """Batches of similar length (sorted within windows of 32 batches): less padding, the same epoch."""
+    window = size * 32
+    out = []
+    for start in range(0, len(order), window):
+        chunk = order[start : start + window]
+        chunk = chunk[torch.argsort(torch.tensor([len(rows[i]) for i in chunk]), stable=True)]
+        out += list(chunk.split(size))
+    return [out[i] for i in torch.randperm(len(out), generator=gen)]
+
+
+def _train(examples, tokenizer, arch, spec, progress):
     torch.manual_seed(spec.seed)
-    model = make_model(model_spec, tokenizer)
+    model = make_model(arch, tokenizer)
     rows, answers = encode(examples, tokenizer)
-    params = [p for p in model.parameters()]
+    params = list(model.parameters())
     opt = torch.optim.AdamW(params, lr=spec.lr, weight_decay=spec.weight_decay)
     per_epoch = (len(rows) + spec.batch_size - 1) // spec.batch_size
     total = per_epoch * spec.epochs
     sched = get_cosine_schedule_with_warmup(opt, spec.warmup_steps, total)
     gen = torch.Generator().manual_seed(spec.seed)
     model.train()
-    start, loss_ema = time.perf_counter(), float("nan")
+    start, loss_ema, steps = time.perf_counter(), float("nan"), 0
     bar = tqdm(total=total, desc="train", unit="step", disable=not progress, leave=False)
     for _ in range(spec.epochs):
-        order = torch.randperm(len(rows), generator=gen)
-        for b in range(per_epoch):
-            idx = order[b * spec.batch_size : (b + 1) * spec.batch_size]
+        for idx in _batches(rows, torch.randperm(len(rows), generator=gen), spec.batch_size, gen):
             ids, last = pad_right([rows[i] for i in idx], tokenizer.pad_token_id)
             loss = torch.nn.functional.cross_entropy(logits_at(model, ids, last), answers[idx])
             opt.zero_grad(set_to_none=True)
@@ -89,10 +132,11 @@ def _train(examples, tokenizer, model_spec, spec, progress):
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             sched.step()
+            steps += 1
             loss_ema = loss.item() if loss_ema != loss_ema else 0.95 * loss_ema + 0.05 * loss.item()
             bar.update(1)
             bar.set_postfix(loss=f"{loss_ema:.3f}", refresh=False)
     bar.close()
     model.eval()
     n_params = sum(p.numel() for p in model.parameters())
-    return model, TrainingReport(total, time.perf_counter() - start, loss_ema, n_params)
+    return model, TrainingReport(steps, time.perf_counter() - start, loss_ema, n_params)

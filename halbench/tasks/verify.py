@@ -1,16 +1,28 @@
 """Interventional verification: a case is admitted only if its planted cause is the cause.
 
-Each check refills a set of positions with random neutral filler, ``refills``
-times, and counts how often the model's greedy answer is (or is not) the
-hallucinated target. Besides necessity, sufficiency, minimality, redundancy
-and decoy inertness, two checks guard the ground truth itself: *stability*
-(refilling a random half of the incidental positions, neither cause nor the
-entity or stated fact, keeps the hallucination, so it does not hinge on
-incidental filler, as it does in coin-flip cases) and
-*specificity* (refilling every editable position removes it, so sufficiency
-is not the model's prior answer). All rows of many candidates go through the model in a
-few large batches. Refill draws are seeded per case, so a stored case can be
-re-verified exactly.
+Each check refills a set of positions, ``refills`` times, and counts how often
+the model's greedy answer is (or is not) the hallucinated target. Every check
+runs under two intervention families, each with its own thresholds:
+
+- ``neutral``: each position takes a neutral word of its own slot category
+  (content words of the same category, function words for function words),
+  which only the generator knows;
+- ``unigram``: each position takes a token drawn from the training corpus's
+  unigram frequencies, which anyone with the corpus has.
+
+A cause that holds under both is not an artefact of one refill distribution,
+so no attribution method can win merely by perturbing the way the verifier does.
+
+Checks: necessity (refilling the causes removes the hallucination),
+sufficiency (keeping one alternative and refilling every other editable
+position keeps it), minimality (refilling any one token of a multi-token cause
+removes it), redundancy (refilling either alternative alone leaves it),
+decoy_inert (refilling the inert distractors leaves it), stability (refilling a
+random half of the incidental positions leaves it: no coin-flip cases), and
+specificity (refilling every editable position removes it, so sufficiency is
+not the model's prior answer). All rows of many candidates go through the
+model in a few large batches. Draws are seeded per case and family, so a
+stored case can be re-verified exactly.
 """
 
 from __future__ import annotations
@@ -21,9 +33,9 @@ import numpy as np
 import torch
 
 from halbench.tasks.forward import last_logits
-from halbench.tasks.spec import VerificationSpec
 
 CHECKS = ("necessity", "sufficiency", "minimality", "redundancy", "decoy_inert", "stability", "specificity")
+FAMILIES = ("neutral", "unigram")
 
 
 @dataclass
@@ -35,9 +47,40 @@ class Candidate:
     faithful_id: int | None
     causes: list[list[int]]
     editable: list[int]
-    decoys: list[int] = field(default_factory=list)
+    decoys: list[int] = field(default_factory=list)  # inert distractors: decoys, partial parts, reversed copies
     entity: list[int] = field(default_factory=list)  # evidence for the faithful answer (entity, stated fact)
+    slots: list[str | None] = field(default_factory=list)  # neutral pool of each position (None: fixed)
     seed: tuple[int, ...] = (0,)
+
+
+@dataclass
+class Refills:
+    """The two intervention families: neutral pools by slot, and the corpus unigram."""
+
+    pools: dict[str, np.ndarray]  # pool name -> token ids
+    unigram_ids: np.ndarray
+    unigram_p: np.ndarray
+
+    @classmethod
+    def from_records(cls, neutral: dict[str, list[int]], unigram: list[float]) -> Refills:
+        counts = np.asarray(unigram, dtype=np.float64)
+        ids = np.flatnonzero(counts > 0)
+        return cls(
+            {k: np.asarray(v, dtype=np.int64) for k, v in neutral.items()},
+            ids.astype(np.int64),
+            counts[ids] / counts[ids].sum(),
+        )
+
+    def draw(self, family: str, rng: np.random.Generator, slots: list[str | None], positions, n: int) -> np.ndarray:
+        """``[n, len(positions)]`` replacement ids for ``positions`` under ``family``."""
+        positions = list(positions)
+        if family == "unigram":
+            return self.unigram_ids[rng.choice(len(self.unigram_ids), size=(n, len(positions)), p=self.unigram_p)]
+        out = np.empty((n, len(positions)), dtype=np.int64)
+        for j, pos in enumerate(positions):
+            pool = self.pools[slots[pos]]
+            out[:, j] = pool[rng.integers(len(pool), size=n)]
+        return out
 
 
 @dataclass
@@ -45,7 +88,7 @@ class Verdict:
     p_target: float
     p_faithful: float | None
     greedy: bool
-    rates: dict[str, float | None]
+    rates: dict[str, dict[str, float | None]]  # family -> check -> rate
     failed: list[str]
 
     @property
@@ -57,88 +100,108 @@ class Verdict:
             "p_target": round(self.p_target, 6),
             "p_faithful": None if self.p_faithful is None else round(self.p_faithful, 6),
             "greedy_is_target": self.greedy,
-            **self.rates,
+            **{family: dict(rates) for family, rates in self.rates.items()},
         }
 
 
 @dataclass
 class _Block:
+    family: str
     check: str
     rows: np.ndarray  # [R, L]
     want_target: bool  # success means the greedy answer IS the target
 
 
-def _refill(base: np.ndarray, positions: list[int], n: int, neutral: np.ndarray, rng) -> np.ndarray:
-    rows = np.repeat(base[None, :], n, axis=0)
-    if positions:
-        rows[:, positions] = neutral[rng.integers(len(neutral), size=(n, len(positions)))]
-    return rows
+class _Planner:
+    def __init__(self, cand: Candidate, refills: Refills, family: str, n: int, index: int):
+        self.cand, self.refills, self.family, self.n = cand, refills, family, n
+        self.base = np.asarray(cand.prompt_ids, dtype=np.int64)
+        self.rng = np.random.default_rng([*cand.seed, index])
+
+    def refill(self, positions) -> np.ndarray:
+        rows = np.repeat(self.base[None, :], self.n, axis=0)
+        positions = list(positions)
+        if positions:
+            rows[:, positions] = self.refills.draw(self.family, self.rng, self.cand.slots, positions, self.n)
+        return rows
+
+    def refill_some(self, positions) -> np.ndarray:
+        """Refill a random half (each position by a coin flip) of ``positions`` in each row."""
+        rows = self.refill(positions)
+        positions = list(positions)
+        keep = self.rng.random((self.n, len(positions))) < 0.5
+        if positions:
+            rows[:, positions] = np.where(keep, self.base[positions][None, :], rows[:, positions])
+        return rows
+
+    def block(self, check: str, rows: np.ndarray, want_target: bool) -> _Block:
+        return _Block(self.family, check, rows, want_target)
 
 
-def plan_blocks(cand: Candidate, refills: int, neutral: np.ndarray) -> list[_Block]:
-    """The intervention rows for one candidate, in a fixed order (this order seeds the draws)."""
-    base = np.asarray(cand.prompt_ids, dtype=np.int64)
-    rng = np.random.default_rng(list(cand.seed))
-    union = sorted({p for alt in cand.causes for p in alt})
-    blocks = [_Block("necessity", _refill(base, union, refills, neutral, rng), False)]
+def plan_blocks(cand: Candidate, refills: Refills, n: int) -> list[_Block]:
+    """The intervention rows for one candidate, in a fixed order per family (this order seeds the draws)."""
+    out = []
+    for index, family in enumerate(FAMILIES):
+        out += _family_blocks(_Planner(cand, refills, family, n, index))
+    return out
+
+
+def _family_blocks(p: _Planner) -> list[_Block]:
+    cand = p.cand
+    union = sorted({q for alt in cand.causes for q in alt})
+    blocks = [p.block("necessity", p.refill(union), False)]
     for alt in cand.causes:
-        others = [p for p in cand.editable if p not in set(alt)]
-        blocks.append(_Block("sufficiency", _refill(base, others, refills, neutral, rng), True))
+        others = [q for q in cand.editable if q not in set(alt)]
+        blocks.append(p.block("sufficiency", p.refill(others), True))
     for a, alt in enumerate(cand.causes):
-        rest = [p for b, other in enumerate(cand.causes) if b != a for p in other]
+        rest = [q for b, other in enumerate(cand.causes) if b != a for q in other]
         if len(alt) > 1:
-            for p in alt:
-                blocks.append(_Block("minimality", _refill(base, [p, *rest], refills, neutral, rng), False))
+            for q in alt:
+                blocks.append(p.block("minimality", p.refill([q, *rest]), False))
     if len(cand.causes) > 1:
         for alt in cand.causes:
-            blocks.append(_Block("redundancy", _refill(base, list(alt), refills, neutral, rng), True))
+            blocks.append(p.block("redundancy", p.refill(alt), True))
     if cand.decoys:
-        blocks.append(_Block("decoy_inert", _refill(base, list(cand.decoys), refills, neutral, rng), True))
-    incidental = [p for p in cand.editable if p not in set(union) | set(cand.entity)]
-    blocks.append(_Block("stability", _refill_some(base, incidental, refills, neutral, rng), True))
-    blocks.append(_Block("specificity", _refill(base, list(cand.editable), refills, neutral, rng), False))
+        blocks.append(p.block("decoy_inert", p.refill(cand.decoys), True))
+    incidental = [q for q in cand.editable if q not in set(union) | set(cand.entity)]
+    blocks.append(p.block("stability", p.refill_some(incidental), True))
+    blocks.append(p.block("specificity", p.refill(cand.editable), False))
     return blocks
-
-
-def _refill_some(base: np.ndarray, positions: list[int], n: int, neutral: np.ndarray, rng) -> np.ndarray:
-    """Refill a random half (each position by a coin flip) of ``positions`` in each row."""
-    rows = _refill(base, positions, n, neutral, rng)
-    keep = rng.random((n, len(positions))) < 0.5
-    if positions:
-        rows[:, positions] = np.where(keep, base[positions][None, :], rows[:, positions])
-    return rows
 
 
 def verify(
     model: torch.nn.Module,
     candidates: list[Candidate],
-    spec: VerificationSpec,
-    neutral_ids: list[int],
-    batch_rows: int = 1024,
+    refills: Refills,
+    thresholds: dict[str, object],
+    n_refills: int,
+    batch_rows: int = 512,
 ) -> list[Verdict]:
-    """Verify candidates together: one batched pass over all their intervention rows."""
-    neutral = np.asarray(neutral_ids, dtype=np.int64)
-    plans = [plan_blocks(c, spec.refills, neutral) for c in candidates]
+    """Verify candidates together: one batched pass over all their intervention rows.
+
+    ``thresholds`` maps each family to an object with one attribute per check (a ``Thresholds``).
+    """
+    plans = [plan_blocks(c, refills, n_refills) for c in candidates]
     rows: list[list[int]] = [c.prompt_ids for c in candidates]
     for blocks in plans:
         for block in blocks:
             rows.extend(block.rows.tolist())
-    logits = last_logits(model, rows, batch_rows)
-    greedy_all = logits.argmax(-1).numpy()
+    logits = last_logits(model, rows, batch_rows) if rows else torch.empty(0, 0)
+    greedy_all = logits.argmax(-1).numpy() if rows else np.zeros(0, dtype=np.int64)
     probs = torch.softmax(logits[: len(candidates)], -1)
     verdicts, cursor = [], len(candidates)
     for i, (cand, blocks) in enumerate(zip(candidates, plans, strict=True)):
-        outcomes: dict[str, list[float]] = {}
+        outcomes: dict[tuple[str, str], list[float]] = {}
         for block in blocks:
             hits = greedy_all[cursor : cursor + len(block.rows)] == cand.target_id
             cursor += len(block.rows)
-            rate = float(np.mean(hits if block.want_target else ~hits))
-            outcomes.setdefault(block.check, []).append(rate)
-        rates = {name: (min(outcomes[name]) if name in outcomes else None) for name in CHECKS}
-        p_faith = None if cand.faithful_id is None else float(probs[i, cand.faithful_id])
+            outcomes.setdefault((block.family, block.check), []).append(float(np.mean(hits if block.want_target else ~hits)))
+        rates = {f: {c: (min(outcomes[f, c]) if (f, c) in outcomes else None) for c in CHECKS} for f in FAMILIES}
         greedy = bool(greedy_all[i] == cand.target_id)
-        failed = ([] if greedy else ["greedy"]) + [
-            name for name in CHECKS if rates[name] is not None and rates[name] < getattr(spec, name)
-        ]
+        failed = [] if greedy else ["greedy"]
+        for family in FAMILIES:
+            limits = thresholds[family]
+            failed += [f"{family}.{c}" for c in CHECKS if rates[family][c] is not None and rates[family][c] < getattr(limits, c)]
+        p_faith = None if cand.faithful_id is None else float(probs[i, cand.faithful_id])
         verdicts.append(Verdict(float(probs[i, cand.target_id]), p_faith, greedy, rates, failed))
     return verdicts
