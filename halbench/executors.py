@@ -15,7 +15,7 @@ import multiprocessing
 import os
 from collections.abc import Iterator
 
-from halbench.sweep import Unit, run_unit
+from halbench.sweep import Unit, iter_unit, run_unit
 
 Results = Iterator[tuple[int, list]]
 
@@ -39,7 +39,8 @@ def local_executor(workers: int = 1):
     def run(work: list[Unit]) -> Results:
         if workers <= 1 or len(work) <= 1:
             for position, unit in enumerate(work):
-                yield position, run_unit(unit)
+                for result in iter_unit(unit):  # case by case: Ctrl-C loses only the case in flight
+                    yield position, [result]
             return
         threads = max(1, cores() // workers)
         ctx = multiprocessing.get_context("spawn")

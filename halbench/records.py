@@ -131,8 +131,8 @@ class Appender:
 
     def __init__(self, files: ResultFiles):
         self.files = files
-        self._cases = open(files.cases, "a", encoding="utf-8")
-        self._timing = open(files.timing, "a", encoding="utf-8")
+        self._cases = open(files.cases, "a", encoding="utf-8")  # noqa: SIM115 (held for the run, closed by close)
+        self._timing = open(files.timing, "a", encoding="utf-8")  # noqa: SIM115
 
     def write(self, record: dict, seconds: float) -> None:
         for handle, obj in ((self._cases, record), (self._timing, {"id": record["id"], "seconds": round(seconds, 4)})):
@@ -153,7 +153,9 @@ def finalize(files: ResultFiles, records: list[dict], order: list[str]) -> None:
     timings = read_timings(files.timing)
     atomic_write_text(
         files.timing,
-        "".join(json.dumps({"id": r["id"], "seconds": timings.get(r["id"], 0.0)}, sort_keys=True) + "\n" for r in ordered),
+        "".join(
+            json.dumps({"id": r["id"], "seconds": timings.get(r["id"], 0.0)}, sort_keys=True) + "\n" for r in ordered
+        ),
     )
 
 
@@ -177,12 +179,14 @@ def output_lock(out: Path) -> Iterator[None]:
     if out.exists() and not out.is_dir():
         raise RecordError(f"--out {out}: is a file, not a folder")
     out.mkdir(parents=True, exist_ok=True)
-    handle = open(out / ".halbench.lock", "w")
+    handle = open(out / ".halbench.lock", "w")  # noqa: SIM115 (held until the run ends)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.close()
-        raise RecordError(f"{out}: another halbench run is writing here (lock held); wait for it or use another --out") from None
+        raise RecordError(
+            f"{out}: another halbench run is writing here (lock held); wait for it or use another --out"
+        ) from None
     try:
         yield
     finally:

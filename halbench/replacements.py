@@ -46,6 +46,7 @@ class Replacements:
         self.default = default
         self._emb = torch.nn.functional.normalize(embedding.detach().float().cpu(), dim=-1)
         self._cache: dict[int, np.ndarray] = {}
+        self._nearest: dict[tuple[int, int], np.ndarray] = {}
 
     def neighbours(self, token: int) -> np.ndarray:
         """The ``k`` ordinary tokens nearest to ``token`` by cosine similarity of input embeddings."""
@@ -55,6 +56,23 @@ class Replacements:
             top = torch.topk(sims, self.k).indices.numpy()
             self._cache[token] = self.pool[np.sort(top)]
         return self._cache[token]
+
+    @property
+    def vocabulary_size(self) -> int:
+        """Rows of the input-embedding table (may exceed the tokenizer's length: padded vocabularies)."""
+        return self._emb.shape[0]
+
+    def nearest(self, token: int, k: int) -> np.ndarray:
+        """The ``k`` ids of the whole vocabulary most similar to ``token`` by cosine, most similar first.
+
+        Unlike :meth:`neighbours`, ``token`` itself and special tokens are ranked too: SAT's reference code
+        takes the top ``k`` of the full table and filters afterwards, so its survivors are fewer than ``k``.
+        """
+        key = (int(token), int(k))
+        if key not in self._nearest:
+            sims = self._emb @ self._emb[int(token)]
+            self._nearest[key] = torch.topk(sims, min(int(k), sims.numel())).indices.numpy().astype(np.int64)
+        return self._nearest[key]
 
     def tokens(self, kind: str | None, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         """Context-free draws (``unigram``, ``uniform`` or ``mask``) of the given shape."""

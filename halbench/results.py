@@ -1,8 +1,8 @@
-"""Reading evaluation results back: every ``<task>/<method>/budget-<B>.json`` summary under a results root.
+"""Reading evaluation results back: every ``<task>/<model>/<method>/budget-<B>.json`` summary under a results root.
 
 Built-in results live in ``results/``; a submission's in ``submissions/<slug>/results/``, in the same
-layout, so one reader serves both. A malformed file is reported and skipped, never fatal: one broken
-submission must not take the leaderboard down.
+layout, so one reader serves both. Reading executes nobody's code. A malformed file is reported and
+skipped, never fatal: one broken submission must not take the leaderboard down.
 """
 
 from __future__ import annotations
@@ -14,33 +14,39 @@ from functools import cached_property
 from pathlib import Path
 
 SUMMARY = re.compile(r"^budget-(\d+)\.json$")
-REQUIRED = ("task", "method", "budget", "metrics", "cost", "cases", "ok", "failed", "task_hash")
+REQUIRED = ("task", "model", "method", "budget", "metrics", "cost", "cases", "ok", "failed", "task_hash")
 
 
 @dataclass
 class Entry:
-    """One method on one task at one budget: the stored summary and, lazily, its per-case records."""
+    """One method on one task instance at one budget: the stored summary and, lazily, its per-case records."""
 
     task: str
+    model: str
     method: str
     budget: int
     summary: dict
     cases_path: Path
     source: str  # "built-in" or a submission slug
 
+    @property
+    def instance(self) -> str:
+        return f"{self.task}/{self.model}"
+
     @cached_property
     def records(self) -> dict[str, dict]:
-        """Per-case records by case id (the last record wins if a case was written twice)."""
+        """Per-case records by case id; unreadable lines are skipped (the verifier reports them)."""
         out: dict[str, dict] = {}
         if not self.cases_path.is_file():
             return out
-        with open(self.cases_path, encoding="utf-8") as handle:
+        with open(self.cases_path, encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError:
-                    break  # a torn last line from a killed run
-                out[str(record.get("id"))] = record
+                    continue
+                if isinstance(record, dict) and isinstance(record.get("id"), str):
+                    out[record["id"]] = record
         return out
 
 
@@ -53,7 +59,7 @@ class ResultStore:
         """Read every summary under ``root``; bad files become ``problems``."""
         if not Path(root).is_dir():
             return
-        for path in sorted(Path(root).glob("*/*/budget-*.json")):
+        for path in sorted(Path(root).glob("*/*/*/budget-*.json")):
             if not SUMMARY.match(path.name):
                 continue
             try:
@@ -67,6 +73,10 @@ class ResultStore:
         return sorted({e.task for e in self.entries})
 
     @property
+    def instances(self) -> list[str]:
+        return sorted({e.instance for e in self.entries})
+
+    @property
     def methods(self) -> list[str]:
         return sorted({e.method for e in self.entries})
 
@@ -74,8 +84,8 @@ class ResultStore:
     def budgets(self) -> list[int]:
         return sorted({e.budget for e in self.entries})
 
-    def get(self, task: str, method: str, budget: int) -> Entry | None:
-        return self._index.get((task, method, budget))
+    def get(self, instance: str, method: str, budget: int) -> Entry | None:
+        return self._index.get((instance, method, budget))
 
     def keep(self, wanted) -> None:
         """Drop every entry for which ``wanted(entry)`` is false (the lookup index follows)."""
@@ -84,27 +94,25 @@ class ResultStore:
 
     @cached_property
     def _index(self) -> dict[tuple[str, str, int], Entry]:
-        return {(e.task, e.method, e.budget): e for e in self.entries}
+        return {(e.instance, e.method, e.budget): e for e in self.entries}
 
 
 def _entry(path: Path, source: str) -> Entry:
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"not valid JSON ({exc})") from None
     if not isinstance(summary, dict):
         raise ValueError("a summary must be a JSON object")
     missing = [key for key in REQUIRED if key not in summary]
     if missing:
         raise ValueError(f"missing fields {missing}")
-    task, method = path.parent.parent.name, path.parent.name
+    task, model, method = path.parent.parent.parent.name, path.parent.parent.name, path.parent.name
     budget = int(SUMMARY.match(path.name).group(1))
-    if (summary["task"], summary["method"], summary["budget"]) != (task, method, budget):
-        raise ValueError(
-            f"says task={summary['task']!r} method={summary['method']!r} budget={summary['budget']!r}, "
-            f"but its path says {task}/{method}/budget-{budget}"
-        )
-    return Entry(task, method, budget, summary, path.with_name(f"budget-{budget}.cases.jsonl"), source)
+    said = (summary["task"], summary["model"], summary["method"], summary["budget"])
+    if said != (task, model, method, budget):
+        raise ValueError(f"says {said}, but its path says {task}/{model}/{method}/budget-{budget}")
+    return Entry(task, model, method, budget, summary, path.with_name(f"budget-{budget}.cases.jsonl"), source)
 
 
 def load_results(repo: Path, extra_sources: dict[str, Path] | None = None) -> ResultStore:

@@ -69,6 +69,11 @@ def case_problems(record: dict, vocab: int) -> list[str]:
     return out
 
 
+def stored_scores(scores) -> np.ndarray:
+    """Scores as stored: 6 significant digits. Metrics are computed from these, so anyone can recompute them."""
+    return np.array([float(f"{float(s):.6g}") for s in np.asarray(scores, dtype=np.float64)])
+
+
 def case_rng(seed: int, case_id: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(case_id.encode())])
 
@@ -93,14 +98,14 @@ def score_case(
     finally:
         out["cost"] = {k: v for k, v in scorer.cost.as_record().items() if k != "seconds"}
     seconds = time.perf_counter() - start
-    scores = np.asarray(attribution.scores, dtype=np.float64)
+    scores = stored_scores(attribution.scores)
     evaluator = bundle.scorer(record, budget=None)
     metrics = localization_metrics(scores, record["causes"], record["editable"])
     case_memo = {} if memo is None else memo.for_case(record["id"], config)
     if "draws" not in case_memo:
         case_memo["draws"] = case_draws(evaluator, config.refills, config.seed)
     metrics.update(faithfulness_metrics(scores, evaluator, case_memo["draws"], case_memo))
-    out.update(status="ok", scores=[round(float(s), 6) for s in scores], metrics=metrics)
+    out.update(status="ok", scores=scores.tolist(), metrics=metrics)
     if attribution.subsequence is not None:
         out["subsequence"] = [int(p) for p in attribution.subsequence]
     return out, seconds

@@ -114,8 +114,10 @@ class Scorer:
         budget: int | None = 1024,
         batch_rows: int = 256,
         pad_rows: int = 32,
+        tokenizer=None,
     ):
         self.model = model
+        self.tokenizer = tokenizer
         self.case = case
         self.replacements = replacements
         self.budget = budget
@@ -263,6 +265,12 @@ class Scorer:
         generated = self.generate(rows, rng, temperature=temperature)
         hits = match(generated) if match else (generated == self._target.cpu().numpy()[None, :]).all(1)
         return np.asarray(hits, dtype=np.float64).reshape(-1, samples).mean(1)
+
+    def decode(self, ids: np.ndarray) -> list[str]:
+        """Text of each row of generated ids ``[B, T]`` (free; needs the model's tokenizer)."""
+        if self.tokenizer is None:
+            raise ValueError("this scorer has no tokenizer to decode with")
+        return [self.tokenizer.decode([int(i) for i in row], skip_special_tokens=True) for row in np.asarray(ids)]
 
     # -- gradients and attention ----------------------------------------------------------------------------
     def embedding_matrix(self) -> torch.Tensor:

@@ -20,8 +20,17 @@ from tqdm.auto import tqdm
 
 from halbench.atomic import atomic_write_json
 from halbench.methods.base import Method, get_method, registered
-from halbench.records import Appender, ResultFiles, check_config, finalize, output_lock, read_records
-from halbench.records import read_timings, result_files, start
+from halbench.records import (
+    Appender,
+    ResultFiles,
+    check_config,
+    finalize,
+    output_lock,
+    read_records,
+    read_timings,
+    result_files,
+    start,
+)
 from halbench.runner import EvalConfig, MetricMemo, aggregate, score_case
 from halbench.tasks.artifacts import CASES, read_cases
 from halbench.tasks.bundle import TaskBundle, load_bundle, verify_instance
@@ -117,21 +126,24 @@ def prepared(job: Job, bundle: TaskBundle, trust: bool = False) -> Method:
     return _FITTED[key]
 
 
-def run_unit(unit: Unit) -> list[tuple[int, dict, float]]:
-    """Score the unit's cases: ``(job index, record, seconds)`` per (case, job)."""
+def iter_unit(unit: Unit) -> Iterator[tuple[int, dict, float]]:
+    """Score the unit's cases one at a time: ``(job index, record, seconds)`` per (case, job)."""
     from halbench.runtime import configure_threads
 
     configure_threads()
     bundle = _bundle(unit.instance, unit.device)
     by_id = {r["id"]: r for r in bundle.records}
     memo = MetricMemo()
-    out = []
     for case_id, j in unit.work:
         job = unit.jobs[j]
         config = EvalConfig(job.method, job.param_dict, unit.split, None, job.budget, unit.seed, unit.refills)
         record, seconds = score_case(prepared(job, bundle, unit.trust), bundle, by_id[case_id], config, memo)
-        out.append((j, record, seconds))
-    return out
+        yield j, record, seconds
+
+
+def run_unit(unit: Unit) -> list[tuple[int, dict, float]]:
+    """All of a unit's results at once (for executors that ship results back from another process)."""
+    return list(iter_unit(unit))
 
 
 # ------------------------------------------------------------------------------------------------ driver
@@ -154,10 +166,10 @@ def _method_info(job: Job) -> tuple[dict, str]:
     if job.source is None:
         cls = registered()[job.method]
         return {**cls.defaults, **job.param_dict}, cls.kind
-    from halbench.submissions.loader import read_declared
+    from halbench.submissions.loader import load_submission
 
-    declared = read_declared(Path(job.source))
-    return {**declared.defaults, **job.param_dict}, declared.kind
+    spec = load_submission(Path(job.source)).spec
+    return {**spec.hyperparameters, **job.param_dict}, spec.kind
 
 
 def plan(sweep: Sweep) -> tuple[list[_Target], list[str]]:
@@ -214,7 +226,9 @@ def _by_instance(targets: list[_Target]) -> dict[str, list[_Target]]:
 Executor = Callable[[list[Unit]], Iterator[list[tuple[int, dict, float]]]]
 
 
-def run_sweep(sweep: Sweep, executor: Executor, progress: bool = True, echo: Callable[[str], None] = print) -> list[dict]:
+def run_sweep(
+    sweep: Sweep, executor: Executor, progress: bool = True, echo: Callable[[str], None] = print
+) -> list[dict]:
     """Run ``sweep`` on ``executor`` (resuming), then write each (instance, job)'s ordered records and summary."""
     with output_lock(sweep.out):
         targets, notes = plan(sweep)
@@ -286,4 +300,3 @@ def git_revision() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None
-

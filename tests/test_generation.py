@@ -1,84 +1,156 @@
-"""World, layout and corpus: deterministic for a seed, and laid out as the ground truth claims."""
+"""Worlds, layout and corpus: deterministic, role-free, laid out as the ground truth claims."""
 
 from __future__ import annotations
+
+import itertools
+import re
 
 import numpy as np
 import pytest
 
-from halbench.tasks.corpus import training_corpus
-from halbench.tasks.layout import Plan, compose
-from halbench.tasks.registry import REPO_ROOT
-from halbench.tasks.spec import load_spec
-from halbench.tasks.world import build_world
-
-TASKS = REPO_ROOT / "tasks"
+from halbench.tasks.corpus import neutral_draw, training_corpus
+from halbench.tasks.layout import INERT_ROLES, Plan, compose, fill
+from halbench.tasks.registry import resolve_model
+from halbench.tasks.world import SPECIALS, build_world
 
 
-@pytest.fixture(scope="module", params=["single", "natural"])
+@pytest.fixture(scope="module", params=["grammar-gpt2-a", "natural-gpt2-a"])
 def quick(request):
-    spec = load_spec(TASKS / request.param / "task.yaml", quick=True)
-    return spec, build_world(spec.world)
+    recipe = resolve_model(request.param).recipe(quick=True)
+    return recipe.world, build_world(recipe.world)
 
 
 def flatten(corpus):
     return [(tuple(ex.prompt.tokens), ex.answer) for ex in corpus]
 
 
+def in_order_matches(tokens: list[str], wanted: tuple[str, ...]) -> list[tuple[int, ...]]:
+    """Every position tuple at which ``wanted`` occurs in order (brute force, for small prompts)."""
+    spots = [[i for i, t in enumerate(tokens) if t == w] for w in wanted]
+    return [c for c in itertools.product(*spots) if all(a < b for a, b in itertools.pairwise(c))]
+
+
+def draw(world, spec, plan: Plan, length: int, seed: int):
+    rng = np.random.default_rng(seed)
+    prompt = compose(world, rng, plan, length)
+    return fill(prompt, rng, neutral_draw(world, rng), spec.topic_words, spec.topic_rate)
+
+
 def test_corpus_is_deterministic_for_a_seed(quick):
     spec, world = quick
-    assert flatten(training_corpus(world, spec.world)) == flatten(training_corpus(build_world(spec.world), spec.world))
+    first, _ = training_corpus(world, spec)
+    again, _ = training_corpus(build_world(spec), spec)
+    assert flatten(first) == flatten(again)
 
 
-def test_a_different_seed_gives_a_different_corpus(quick):
+def test_another_seed_gives_another_world_corpus_and_ids(quick):
     spec, world = quick
-    other = spec.world.model_copy(update={"seed": spec.world.seed + 1})
-    assert flatten(training_corpus(world, spec.world)) != flatten(training_corpus(build_world(other), other))
+    other_spec = spec.model_copy(update={"seed": spec.seed + 1})
+    other = build_world(other_spec)
+    assert {m.tokens for m in world.mechanisms} != {m.tokens for m in other.mechanisms}
+    assert world.vocab() != other.vocab()
+    assert flatten(training_corpus(world, spec)[0]) != flatten(training_corpus(other, other_spec)[0])
 
 
-def test_world_vocab_is_unique_and_neutral_excludes_specials(quick):
-    _, world = quick
+def test_token_names_and_ids_carry_no_role(quick):
+    spec, world = quick
     vocab = world.vocab()
-    assert len(vocab) == len(set(vocab))
-    special = {t for m in world.mechanisms for t in (*m.tokens, *m.decoys)} | set(world.answers)
-    assert not special & set(world.neutral)
+    assert len(vocab) == len(set(vocab)) and vocab[: len(SPECIALS)] == list(SPECIALS)
+    if world.kind == "grammar":
+        assert all(re.fullmatch(r"t\d{4}", t) for t in vocab[len(SPECIALS) :])
+    ids = {t: i for i, t in enumerate(vocab)}
+    triggers = sorted(ids[t] for m in world.mechanisms for t in m.tokens)
+    # drawn at random positions of the id range, not a contiguous block of "trigger ids"
+    assert triggers[-1] - triggers[0] > 0.5 * len(vocab)
+    assert len(triggers) < 0.5 * (triggers[-1] - triggers[0])
 
 
-def test_multi_token_triggers_are_ordered_and_never_adjacent(quick):
+def test_dev_and_test_mechanisms_share_no_token(quick):
     _, world = quick
-    rng = np.random.default_rng(0)
-    length = 30 if world.kind == "symbolic" else None
-    for mech in world.mechanisms_of(["pair", "triple"]):
-        for _ in range(20):
-            prompt = compose(world, rng, Plan(entity=world.rare[0], mechanisms=[mech]), length)
-            pos = prompt.positions("cause0")
-            assert [prompt.tokens[p] for p in pos] == list(mech.tokens)
-            assert np.all(np.diff(pos) >= 2)
+    dev = {t for m in world.mechanisms_of(["single", "pair", "triple"], "dev") for t in (*m.tokens, *m.decoys)}
+    test = {t for m in world.mechanisms_of(["single", "pair", "triple"], "test") for t in (*m.tokens, *m.decoys)}
+    assert dev and test and not dev & test
 
 
-def test_fixed_markers_are_not_editable(quick):
+def test_neutral_filler_excludes_every_role(quick):
     _, world = quick
-    rng = np.random.default_rng(1)
-    length = 20 if world.kind == "symbolic" else None
-    prompt = compose(world, rng, Plan(entity=world.rare[0], mechanisms=[world.mechanisms[0]]), length)
-    assert 0 not in prompt.editable
-    assert len(prompt.tokens) - 1 not in prompt.editable
-    assert set(prompt.positions("cause0")) <= set(prompt.editable)
+    neutral = {w for c in world.words for w in world.neutral(c)}
+    assert not neutral & world.special
+    assert not neutral & set(world.answers)
 
 
-def test_parts_of_a_mechanism_never_contain_the_whole_in_order(quick):
-    _, world = quick
-    for mech in world.mechanisms:
-        for part in mech.parts:
-            assert part != mech.tokens
+def test_multi_token_causes_are_in_order_and_never_adjacent(quick):
+    spec, world = quick
+    for i, mech in enumerate(world.mechanisms_of(["pair", "triple"])):
+        prompt = draw(world, spec, Plan(entity=world.rare[0], mechanisms=[mech]), 48, i)
+        pos = prompt.positions("cause0")
+        assert [prompt.tokens[p] for p in pos] == list(mech.tokens)
+        assert np.all(np.diff(pos) >= 2)
 
 
-def test_corpus_plants_label_noise_at_the_configured_rate():
-    spec = load_spec(TASKS / "single" / "task.yaml", quick=True)
-    world = build_world(spec.world)
-    triggers = [ex for ex in training_corpus(world, spec.world) if ex.kind == "trigger"]
-    target_of = {}
-    for mech in world.mechanisms:
-        for tok in mech.tokens:
-            target_of[tok] = mech.target
-    planted = [ex.answer == next(target_of[t] for t in ex.prompt.tokens if t in target_of) for ex in triggers]
-    assert abs(np.mean(planted) - spec.world.trigger_label_rate) < 0.06
+def test_a_reversed_copy_creates_no_second_in_order_match(quick):
+    spec, world = quick
+    checked = 0
+    for i, mech in enumerate(world.mechanisms_of(["pair", "triple"]) * 5):
+        try:
+            prompt = draw(world, spec, Plan(entity=world.rare[0], mechanisms=[mech], wrapped=True), 60, i)
+        except Exception:  # no room in this draw; the miner redraws too
+            continue
+        copies = prompt.positions("copy")
+        assert sorted(prompt.tokens[p] for p in copies) == sorted(mech.tokens)
+        assert in_order_matches(prompt.tokens, mech.tokens) == [tuple(prompt.positions("cause0"))]
+        checked += 1
+    assert checked >= 5
+
+
+def test_partial_parts_never_complete_their_mechanism(quick):
+    spec, world = quick
+    multi = world.mechanisms_of(["pair", "triple"])
+    for i, mech in enumerate(multi):
+        part = mech.proper_parts[i % len(mech.proper_parts)]
+        prompt = draw(world, spec, Plan(entity=world.rare[0], parts=[part]), 48, i)
+        assert not in_order_matches(prompt.tokens, mech.tokens)
+        assert [prompt.tokens[p] for p in prompt.positions("part")] == list(part)
+
+
+def test_fixed_markers_are_not_editable_and_inert_roles_are(quick):
+    spec, world = quick
+    mech = world.mechanisms_of(["single"])[0]
+    prompt = draw(world, spec, Plan(entity=world.rare[0], mechanisms=[mech], decoys=list(mech.decoys)), 40, 1)
+    assert 0 not in prompt.editable and len(prompt.tokens) - 1 not in prompt.editable
+    assert set(prompt.positions("cause0", *INERT_ROLES)) <= set(prompt.editable)
+
+
+def test_grammar_prompts_have_the_requested_length(quick):
+    spec, world = quick
+    if world.kind != "grammar":
+        pytest.skip("natural prompts end at a sentence boundary")
+    for length in (30, 41, 57):
+        assert len(draw(world, spec, Plan(entity=world.rare[0]), length, length).tokens) == length
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["grammar-gpt2-a", "natural-gpt2-a"])
+def test_word_frequencies_do_not_reveal_roles(model):
+    """Every content word of a category ends up about equally frequent, trigger or not (full-size worlds)."""
+    spec = resolve_model(model).recipe().world
+    world = build_world(spec)
+    corpus, profile = training_corpus(world, spec)
+    assert profile["max_placed_over_mean"] <= 1.15
+    counts: dict[str, int] = {}
+    for ex in corpus:
+        for tok in ex.prompt.tokens:
+            counts[tok] = counts.get(tok, 0) + 1
+    special = [counts.get(t, 0) for t in world.special]
+    neutral = [counts.get(w, 0) for c in world.words for w in world.neutral(c)]
+    low, high = np.percentile(neutral, [1, 99])
+    assert np.mean([low * 0.9 <= c <= high * 1.1 for c in special]) >= 0.9
+
+
+def test_corpus_plants_label_noise_at_the_configured_rate(quick):
+    spec, world = quick
+    corpus, _ = training_corpus(world, spec)
+    target_of = {t: m.target for m in world.mechanisms for t in m.tokens}
+    triggers = [ex for ex in corpus if ex.kind == "trigger"]
+    planted = [ex.answer == target_of[ex.prompt.tokens[ex.prompt.positions("cause0")[0]]] for ex in triggers]
+    assert abs(np.mean(planted) - spec.trigger_label_rate) < 0.06

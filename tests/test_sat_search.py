@@ -184,6 +184,18 @@ def test_fixed_positions_are_never_used() -> None:
     assert result.max_level == math.ceil(0.9 * 3)
 
 
+def test_fixed_tokens_never_complete_a_candidate() -> None:
+    # the query word 4 at fixed position 3 repeats the content's 4: only the editable part is searched,
+    # as upstream searches the raw prompt without its template, so (3, 4) is absent where its 4 was replaced
+    original = [7, 3, 4, 4]
+    perturbed = [[7, 3, 9, 4], [7, 3, 4, 4]]
+    for search in (reference_search, fast_search):
+        result = search(original, perturbed, [1.0, 0.0], positions=[1, 2], beam=3)
+        level2 = dict(zip(map(tuple, result.levels[1].tokens.tolist()), result.levels[1].support.tolist(), strict=True))
+        assert level2 == {(3, 4): 1}
+        assert result.best is not None and result.best.tokens == (3,)
+
+
 def test_degenerate_levels() -> None:
     original, perturbed, y = _planted(n_rows=20)
     for search in (reference_search, fast_search):

@@ -1,4 +1,4 @@
-"""Task definitions: strict validation with every problem reported at once."""
+"""Definitions (task.yaml, model.yaml): strict validation with every problem reported at once."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from halbench.tasks.registry import REPO_ROOT, task_names
-from halbench.tasks.spec import TaskSpecError, load_spec, read_raw
+from halbench.tasks.registry import REPO_ROOT, model_names, resolve, resolve_model, task_names
+from halbench.tasks.spec import TaskSpecError, load_recipe, load_spec, read_raw, world_problems
 
-SINGLE = REPO_ROOT / "tasks" / "single" / "task.yaml"
+TASKS = REPO_ROOT / "tasks"
+SINGLE = TASKS / "single" / "task.yaml"
+GPT2 = TASKS / "_models" / "grammar-gpt2-a" / "model.yaml"
 
 
 def write(tmp_path: Path, data: dict, name: str = "task.yaml") -> Path:
@@ -19,82 +21,105 @@ def write(tmp_path: Path, data: dict, name: str = "task.yaml") -> Path:
     return path
 
 
-def resolved() -> dict:
-    return read_raw(SINGLE)
-
-
 @pytest.mark.parametrize("name", task_names())
-def test_every_shipped_task_validates_full_and_quick(name):
-    path = REPO_ROOT / "tasks" / name / "task.yaml"
-    assert load_spec(path).name == name
-    assert load_spec(path, quick=True).name == name
+def test_every_shipped_task_validates_full_and_quick_and_fits_its_models(name):
+    ref = resolve(name)
+    for quick in (False, True):
+        spec = ref.spec(quick=quick)
+        assert spec.name == name
+        for model in spec.models:
+            assert world_problems(spec, resolve_model(model).recipe(quick=quick)) == []
+
+
+@pytest.mark.parametrize("name", model_names())
+def test_every_shipped_model_recipe_validates_full_and_quick(name):
+    ref = resolve_model(name)
+    assert ref.recipe().name == name
+    assert ref.recipe(quick=True).model.width < ref.recipe().model.width
+
+
+def test_the_suite_has_three_models_of_two_architectures_and_two_sizes_per_task():
+    for name in task_names():
+        recipes = [resolve_model(m).recipe() for m in resolve(name).spec().models]
+        assert len(recipes) >= 3
+        assert {r.model.arch for r in recipes} == {"gpt2", "llama"}
+        assert len({(r.model.layers, r.model.width) for r in recipes}) >= 2
+        assert len({r.world.seed for r in recipes}) == len(recipes), "each model has its own world"
 
 
 def test_all_problems_reported_in_one_message_with_file_and_field(tmp_path):
-    raw = resolved()
+    raw = read_raw(GPT2)
     raw["colour"] = "red"  # unknown key at the top
     raw["world"]["answers"] = "many"  # wrong type
-    raw["world"]["content_length"] = [30, 20]  # impossible range
-    raw["model"]["n_head"] = 3  # 128 % 3 != 0
-    raw["verification"]["necessity"] = 1.5  # out of range
-    raw["mining"]["bogus"] = 1  # unknown nested key
-    path = write(tmp_path, raw)
+    raw["world"]["clause_length"] = [7, 3]  # impossible range
+    raw["model"]["heads"] = 5  # 96 % 5 != 0
+    raw["training"]["bogus"] = 1  # unknown nested key
+    path = write(tmp_path, raw, "model.yaml")
     with pytest.raises(TaskSpecError) as info:
-        load_spec(path)
+        load_recipe(path)
     msg = str(info.value)
     assert str(path) in msg
-    for needle in [
-        "`colour`: unknown key",
-        "`world.answers`",
-        "`model`",
-        "divisible",
-        "`verification.necessity`",
-        "`mining.bogus`: unknown key",
-    ]:
+    for needle in ["`colour`: unknown key", "`world.answers`", "divisible", "`training.bogus`: unknown key"]:
         assert needle in msg, (needle, msg)
 
 
-def test_missing_field_is_named(tmp_path):
-    raw = resolved()
-    del raw["training"]["epochs"]
-    with pytest.raises(TaskSpecError, match=r"`training.epochs`: required field is missing"):
-        load_spec(write(tmp_path, raw))
-
-
-def test_content_length_range_checked(tmp_path):
-    raw = resolved()
-    raw["world"]["content_length"] = [30, 20]
-    with pytest.raises(TaskSpecError, match="minimum 30 exceeds maximum 20"):
-        load_spec(write(tmp_path, raw))
-
-
-def test_family_and_mining_must_agree(tmp_path):
-    raw = resolved()
+def test_task_problems_reported_together(tmp_path):
+    raw = read_raw(SINGLE)
     raw["family"] = "redundant"  # but alternatives stays 1
     raw["mining"]["mechanisms"] = ["single", "banana"]
+    raw["verification"]["unigram"]["necessity"] = 1.5
     with pytest.raises(TaskSpecError) as info:
         load_spec(write(tmp_path, raw))
-    assert "mining.mechanisms.1" in str(info.value)
+    msg = str(info.value)
+    assert "mining.mechanisms.1" in msg and "verification.unigram.necessity" in msg
 
 
-def test_cross_field_family_rule(tmp_path):
-    raw = resolved()
-    raw["family"] = "redundant"
-    with pytest.raises(TaskSpecError, match="alternatives must be 2"):
+def test_missing_field_is_named(tmp_path):
+    raw = read_raw(GPT2)
+    del raw["training"]["epochs"]
+    with pytest.raises(TaskSpecError, match=r"`training.epochs`: required field is missing"):
+        load_recipe(write(tmp_path, raw, "model.yaml"))
+
+
+@pytest.mark.parametrize(
+    ("family", "mining", "message"),
+    [
+        ("redundant", {}, "alternatives must be 2"),
+        ("ordered", {"mechanisms": ["pair"]}, "reordered_copy must be true"),
+        ("partial", {"mechanisms": ["pair"]}, "partial_parts must be at least 1"),
+        ("conjunctive", {"mechanisms": ["single"]}, "only pair and triple"),
+        ("decoy", {}, "mining.decoys must start at 1"),
+    ],
+)
+def test_family_rules(tmp_path, family, mining, message):
+    raw = read_raw(SINGLE)
+    raw["family"] = family
+    raw["mining"].update(mining)
+    with pytest.raises(TaskSpecError, match=message):
         load_spec(write(tmp_path, raw))
 
 
-def test_prompt_length_must_fit_the_trained_lengths(tmp_path):
-    raw = resolved()
-    raw["mining"]["prompt_length"] = [16, 60]
-    with pytest.raises(TaskSpecError, match="must lie within the trained content_length"):
-        load_spec(write(tmp_path, raw))
+def test_a_task_that_asks_more_than_its_world_gives_is_named():
+    spec = load_spec(TASKS / "natural" / "task.yaml")
+    grammar = resolve_model("grammar-gpt2-a").recipe()
+    problems = world_problems(spec, grammar)
+    assert any("natural" in p for p in problems)
 
 
-def test_invalid_yaml_is_reported(tmp_path):
+def test_model_positions_must_cover_the_longest_training_prompt(tmp_path):
+    raw = read_raw(GPT2)
+    raw["model"]["positions"] = 64
+    with pytest.raises(TaskSpecError, match="shorter than the longest training prompt"):
+        load_recipe(write(tmp_path, raw, "model.yaml"))
+
+
+def test_invalid_yaml_and_non_utf8_are_reported(tmp_path):
     path = tmp_path / "task.yaml"
     path.write_text("name: [unclosed\n")
     with pytest.raises(TaskSpecError, match="not valid YAML"):
+        load_spec(path)
+    path.write_bytes(b"name: caf\xe9\n")
+    with pytest.raises(TaskSpecError, match="not UTF-8"):
         load_spec(path)
 
 
@@ -105,15 +130,11 @@ def test_top_level_must_be_mapping(tmp_path):
         load_spec(path)
 
 
-def test_include_merges_and_task_overrides(tmp_path):
-    base = resolved()
-    write(tmp_path, {k: v for k, v in base.items() if k in ("world", "model", "training", "verification")}, "base.yaml")
-    task = {k: v for k, v in base.items() if k not in ("world", "model", "training", "verification")}
-    task["include"] = "base.yaml"
-    task["training"] = {"epochs": 3}
-    spec = load_spec(write(tmp_path, task))
-    assert spec.training.epochs == 3
-    assert spec.training.batch_size == base["training"]["batch_size"]
+def test_include_merges_and_the_including_file_wins(tmp_path):
+    write(tmp_path, {"training": {"epochs": 9, "batch_size": 32}}, "base.yaml")
+    write(tmp_path, {"include": "base.yaml", "training": {"epochs": 3}}, "top.yaml")
+    merged = read_raw(tmp_path / "top.yaml")
+    assert merged["training"] == {"epochs": 3, "batch_size": 32}
 
 
 def test_include_cycle_detected(tmp_path):
@@ -126,11 +147,11 @@ def test_include_cycle_detected(tmp_path):
 def test_quick_overrides_apply_only_with_quick():
     full, quick = load_spec(SINGLE), load_spec(SINGLE, quick=True)
     assert quick.cases.test < full.cases.test
-    assert quick.model.n_embd < full.model.n_embd
+    assert load_recipe(GPT2, quick=True).world.words_per_category < load_recipe(GPT2).world.words_per_category
 
 
-def test_natural_world_rejects_non_neutral_fillers(tmp_path):
-    raw = read_raw(REPO_ROOT / "tasks" / "natural" / "task.yaml")
-    raw["world"]["fillers"]["noun"].append("violin")
-    with pytest.raises(TaskSpecError, match="fillers must be neutral"):
-        load_spec(write(tmp_path, raw))
+def test_natural_world_rejects_answers_among_its_words(tmp_path):
+    raw = read_raw(TASKS / "_models" / "natural-gpt2-a" / "model.yaml")
+    raw["world"]["words"]["noun"].append("vienna")
+    with pytest.raises(TaskSpecError, match="must not contain answers"):
+        load_recipe(write(tmp_path, raw, "model.yaml"))

@@ -56,7 +56,10 @@ def sweep_options(f):
         click.option("--split", type=click.Choice(["test", "dev"]), default="test", show_default=True),
         click.option("--limit", type=click.IntRange(min=0), help="only the first N cases of each instance's split"),
         click.option(
-            "--budget", "budgets", type=click.IntRange(min=1), multiple=True,
+            "--budget",
+            "budgets",
+            type=click.IntRange(min=1),
+            multiple=True,
             help="model rows per case (repeatable; default 16 64 256)",
         ),  # fmt: skip
         click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N"),
@@ -95,7 +98,11 @@ def run_jobs(instances, jobs, split, limit, seed, out, device, executor, workers
 @click.option("--method", "method_names", multiple=True, help="a registered method (repeatable; halbench methods list)")
 @click.option("--all-methods", is_flag=True, help="every built-in method, leak probes included")
 @sweep_options
-@click.option("--out", type=click.Path(path_type=Path), help="results folder (default results/; with --limit build/partial-results/)")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="results folder (default results/; with --limit build/partial-results/)",
+)
 @click.option("--param", "params", multiple=True, help="method hyper-parameter KEY=VALUE (repeatable)")
 def eval_(method_names, all_methods, tasks, all_, split, limit, budgets, device, seed, executor, workers, address,
           progress, out, params) -> None:  # fmt: skip
@@ -158,7 +165,10 @@ def methods() -> None:
 def methods_list() -> None:
     from halbench.cli.render import table
 
-    rows = [[name, cls.kind, textwrap.shorten(cls.description, 90, placeholder=" ...")] for name, cls in registered().items()]
+    rows = [
+        [name, cls.kind, textwrap.shorten(cls.description, 90, placeholder=" ...")]
+        for name, cls in registered().items()
+    ]
     click.echo(table(["method", "kind", "description"], rows))
 
 

@@ -1,4 +1,4 @@
-"""``halbench submit`` and ``halbench verify``: run an outside submission, then re-check its stored results."""
+"""``halbench submit`` and ``halbench verify``: run an outside submission in the sandbox, then re-check it."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ from pathlib import Path
 
 import click
 
-from halbench.cli.eval_cmd import BUDGETS, SHOWN, summary_row as _row
+from halbench.cli.eval_cmd import BUDGETS, HEADERS, instances_for, run_jobs, summary_row, sweep_options
 from halbench.submissions.spec import SLUG_PATTERN
 from halbench.tasks.registry import REPO_ROOT
+
+TRUST_HELP = "run the submission without bubblewrap, as a plain subprocess (only for code you have read)"
 
 
 def _load(path: Path):
@@ -24,49 +26,53 @@ def _load(path: Path):
 
 @click.command("submit")
 @click.argument("path", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("--task", "tasks", multiple=True, help="task name or folder (repeatable; default every task)")
-@click.option("--budget", "budgets", type=int, multiple=True, help="rows per case (repeatable; default 64 256 1024)")
-@click.option("--limit", type=int, help="only the first N cases of the split")
-@click.option("--split", type=click.Choice(["test", "dev"]), default="test", show_default=True)
-@click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda")
-@click.option("--seed", default=0, show_default=True)
-@click.option("--progress/--no-progress", default=True)
-def submit(path, tasks, budgets, limit, split, device, seed, progress) -> None:
-    """Run the submission in PATH on every task and budget; results go to PATH/results/ (resumable)."""
+@sweep_options
+@click.option("--trust", is_flag=True, help=TRUST_HELP)
+def submit(path, tasks, all_, split, limit, budgets, device, seed, executor, workers, address, progress, trust) -> None:
+    """Run the submission in PATH (sandboxed) on every task instance and budget; results go to PATH/results/."""
     from halbench.cli.render import table
-    from halbench.submissions.spec import SubmissionError
-    from halbench.submissions.submit import run_submission
-    from halbench.tasks.registry import UnknownTaskError
+    from halbench.submissions.submit import submission_jobs
 
     sub = _load(path)
-    try:
-        summaries = run_submission(sub, tasks or None, budgets or BUDGETS, split, limit, device, seed, progress)
-    except (SubmissionError, UnknownTaskError) as exc:
-        raise click.ClickException(str(exc)) from None
-    headers = ["task", "method", "budget", "cases", "failed", *SHOWN, "rows/case", "s/case"]
-    click.echo(table(headers, [_row(s) for s in summaries]))
+    instances = instances_for(tasks, all_ or not tasks)
+    if limit is not None:
+        raise click.UsageError("a submission covers whole splits (the board ranks complete entries only); drop --limit")
+    jobs = submission_jobs(sub, budgets or BUDGETS)
+    summaries = run_jobs(instances, jobs, split, None, seed, sub.results, device, executor, workers, address, progress,
+                         trust=trust)  # fmt: skip
+    click.echo(table(HEADERS, [summary_row(s) for s in summaries]))
     click.echo(f"results: {sub.results}")
-    click.echo(f"next: halbench verify {sub.folder}")
+    click.echo(f"next: halbench verify {sub.slug}")
 
 
 @click.command("verify")
 @click.argument("target", metavar="SLUG_OR_PATH")
-@click.option("--sample", default=8, show_default=True, help="cases re-run per stored summary")
-@click.option("--seed", default=0, show_default=True, help="seed of the sample")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda")
-def verify(target, sample, seed, device) -> None:
-    """Re-check a submission's stored results; exit 0 when they verify, 1 otherwise."""
-    from halbench.submissions.verify import REPORT_FILE, verify_submission
+@click.option("--trust", is_flag=True, help=TRUST_HELP)
+@click.option("--record", is_flag=True, help="when it passes, also write the committed record verifications/SLUG.json")
+@click.option(
+    "--sample", type=click.IntRange(min=0), default=90, show_default=True, help="records re-run (fresh entropy)"
+)
+def verify(target, device, trust, record, sample) -> None:
+    """Re-check a submission's results; exit 0 when they verify, 1 otherwise.
+
+    Writes the verifier's report to build/verify/SLUG.json; never touches the submission's own files.
+    """
+    from halbench.submissions.verify import verify_submission, write_report
 
     sub = _load(_locate(target))
-    report = verify_submission(sub, sample=sample, seed=seed, device=device)
+    try:
+        report = verify_submission(sub, device=device, trust=trust, sample=sample)
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
     click.echo(
-        f"{sub.slug}: checked {report.summaries} summaries ({report.cases_checked} case records), "
-        f"re-ran {report.cases_rerun} sampled cases: {len(report.mismatches)} mismatch(es)"
+        f"{sub.slug}: {report.summaries} summaries, {report.records} records recomputed, {report.rerun} re-run "
+        f"(sample drawn from entropy {report.entropy}): {len(report.mismatches)} mismatch(es)"
     )
-    for line in report.mismatches:
+    for line in report.mismatches[:50]:
         click.echo(f"  - {line}")
-    click.echo(f"{'verified' if report.passed else 'FAILED'}: {sub.folder / REPORT_FILE}")
+    written = write_report(report, record)
+    click.echo(f"{'verified' if report.passed else 'FAILED'}: {', '.join(str(p) for p in written)}")
     if not report.passed:
         raise SystemExit(1)
 

@@ -192,7 +192,9 @@ def models_list() -> None:
         recipe = ref.recipe()
         if ref.built:
             m = ref.manifest()
-            rows.append([name, recipe.model.arch, f"{m['parameters']:,}", recipe.world.kind, f"{m['training']['seconds']}s"])
+            rows.append(
+                [name, recipe.model.arch, f"{m['parameters']:,}", recipe.world.kind, f"{m['training']['seconds']}s"]
+            )
         else:
             rows.append([name, recipe.model.arch, "not built", recipe.world.kind, "-"])
     click.echo(table(["model", "arch", "parameters", "world", "trained in"], rows))

@@ -80,9 +80,8 @@ class IntegratedGradientsMethod(Method):
             raise ValueError(f"integrated_gradients needs at least {2 * ROW_COST} rows, {remaining} left")
         baseline = embeds.clone()
         baseline[0, list(case.editable)] = scorer.baseline_embedding(self.params["replacement"])
-        scores = _scores(
-            case, scorer, IntegratedGradients, "sum", embeds, baselines=baseline, n_steps=steps, internal_batch_size=steps
-        )
+        kwargs = {"baselines": baseline, "n_steps": steps, "internal_batch_size": steps}
+        scores = _scores(case, scorer, IntegratedGradients, "sum", embeds, **kwargs)
         return Attribution(scores, extras={"steps": steps})
 
 

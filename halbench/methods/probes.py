@@ -80,7 +80,8 @@ class TokenForm(Method):
             self.model = LogisticRegression(C=self.params["C"], max_iter=2000).fit(np.array(rows), np.array(labels))
 
     def _features(self, case: PublicCase) -> np.ndarray:
-        strings = case.prompt_tokens or tuple(self.vocabulary[t] if t < len(self.vocabulary) else "" for t in case.prompt_ids)
+        vocab = self.vocabulary
+        strings = case.prompt_tokens or tuple(vocab[t] if t < len(vocab) else "" for t in case.prompt_ids)
         return token_features(case.prompt_ids, strings, self.unigram, len(self.vocabulary))
 
     def attribute(self, case: PublicCase, scorer: Scorer, rng: np.random.Generator) -> Attribution:

@@ -15,8 +15,11 @@ Semantics (reference file and function in brackets)
   implementation detail; here it is ascending token id (CPython's order for small non-negative
   ids; for large ids the reference's tie order at level 1 is arbitrary).
 * A candidate ``c`` is *contained* in a perturbed prompt when it is an ordered, not necessarily
-  contiguous, subsequence of the whole prompt row, tokens compared by value (``is_subsequence``,
-  ``count_occurrences``). With repeated tokens, or a replacement equal to another prompt token, this
+  contiguous, subsequence of the row's editable positions, tokens compared by value (``is_subsequence``,
+  ``count_occurrences``). The reference's rows are the raw prompt, its chat template added only to
+  generate; halbench's fixed positions play the template's part, so they are left out of the rows too
+  (else a query word after the content, like ``in`` of "was born in", would complete every candidate
+  ending in ``in``). With repeated tokens, or a replacement equal to another prompt token, containment
   differs from "all of c's positions were kept"; that is the reference's behaviour and it is kept.
 * Score (``utils/causal_analyzer.py: SubsequenceCausalAnalyzer.compute_probability``):
   with ``count`` the number of containing prompts, ``total`` the sum of their ``y`` added left to
@@ -291,7 +294,7 @@ def reference_search(
     inp = _prepare(original, perturbed, y, positions, beam, max_level, max_level_rate, shrinkage)
     pos = inp.positions.tolist()
     s = [int(inp.original[p]) for p in pos]
-    rows = inp.perturbed.tolist()
+    rows = inp.perturbed[:, inp.positions].tolist()  # the editable part: the reference's raw prompt
     ys = inp.y.tolist()
     cands = [(tok,) for tok in sorted(set(s))]
     levels: list[LevelTable] = []
@@ -711,7 +714,8 @@ def fast_search(
     bits = max(1, (alphabet.size - 1).bit_length())
     n_rows = inp.perturbed.shape[0]
     scratch = _scratch()
-    tab = _tables(_alphabet_codes(inp.perturbed, alphabet), _alphabet_codes(s, alphabet), alphabet.size, scratch)
+    rows = inp.perturbed[:, inp.positions]  # containment is checked in the editable part only
+    tab = _tables(_alphabet_codes(rows, alphabet), _alphabet_codes(s, alphabet), alphabet.size, scratch)
     y_rows = np.concatenate([inp.y, [0.0, 0.0]])  # s and the dead row carry no y
     shrink = (float(shrinkage), _prior(inp.y) if shrinkage > 0 else 0.0)
     empty = np.zeros((1, 0), dtype=np.int64)  # the empty parent of level 1, in every prompt

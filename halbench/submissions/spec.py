@@ -14,7 +14,7 @@ import math
 import re
 import unicodedata
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
@@ -87,7 +87,11 @@ Url = Annotated[str, Field(max_length=500), AfterValidator(_web_url)]
 
 
 class SubmissionSpec(BaseModel):
-    """What a submitter declares; the method itself lives in ``method.py``."""
+    """What a submitter declares; the method itself lives in ``method.py`` and runs only in the sandbox.
+
+    ``kind`` and ``hyperparameters`` (the method's defaults) are declared here so that the harness,
+    the leaderboard and the site never need to import the submitter's code.
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -97,6 +101,9 @@ class SubmissionSpec(BaseModel):
     paper: Url | None = None
     code: Url | None = None
     licence: Annotated[str, Field(pattern=LICENCE_PATTERN)]
+    kind: Literal["baseline", "perturbation", "gradient", "attention", "tracer"] = Field(
+        description="what kind of method it is; the sandboxed worker checks it against the class"
+    )
     hyperparameters: Annotated[dict[str, Any], AfterValidator(_json_values)] = Field(default_factory=dict)
 
 

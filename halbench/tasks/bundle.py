@@ -54,8 +54,11 @@ class TaskBundle:
     def cases(self, split: str = "test") -> list[dict]:
         return [r for r in self.records if r["split"] == split]
 
+    tokenizer: object = None
+
     def scorer(self, record: dict, budget: int | None = 1024, batch_rows: int = 256) -> Scorer:
-        return Scorer(self.model, PublicCase.from_record(record), self.replacements, budget, batch_rows)
+        case = PublicCase.from_record(record)
+        return Scorer(self.model, case, self.replacements, budget, batch_rows, tokenizer=self.tokenizer)
 
 
 # The same function as GPT-2's ``gelu_new`` (tanh approximation), as one fused kernel instead of five
@@ -75,12 +78,15 @@ def load_model(folder: Path, device: torch.device, dtype: torch.dtype | None = N
     dtype = dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
     from transformers.utils import logging
 
-    verbosity = logging.get_verbosity()
+    verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
     logging.set_verbosity_error()  # no "Loading weights" bars: a newcomer reads halbench's own output
+    logging.disable_progress_bar()
     try:
         model = AutoModelForCausalLM.from_pretrained(folder, config=config, attn_implementation="sdpa", dtype=dtype)
     finally:
         logging.set_verbosity(verbosity)
+        if bars:
+            logging.enable_progress_bar()
     return model.to(device).eval()
 
 
@@ -111,7 +117,9 @@ def load_bundle(ref: InstanceRef, device: str = "auto") -> TaskBundle:
     unigram = load_unigram(model_folder, model.get_input_embeddings().num_embeddings)
     vocabulary = tok.convert_ids_to_tokens(list(range(len(tok))))
     replacements = replacements_for(model, tok, unigram)
-    return TaskBundle(ref.name, ref.task, ref.model, ref.folder, manifest, model, records, replacements, vocabulary, unigram)
+    return TaskBundle(
+        ref.name, ref.task, ref.model, ref.folder, manifest, model, records, replacements, vocabulary, unigram, tok
+    )
 
 
 def load_unigram(model_folder: Path | None, vocab: int) -> np.ndarray | None:

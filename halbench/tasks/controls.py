@@ -48,10 +48,10 @@ def measure_controls(
     def pick(seq: list):
         return seq[int(rng.integers(len(seq)))]
 
-    out: dict = {
-        "fact_accuracy_frequent": rate([(Plan(entity=e), world.facts[e]) for e in (pick(world.frequent) for _ in range(n))]),
-        "fact_accuracy_rare": rate([(Plan(entity=e), world.facts[e]) for e in (pick(world.rare) for _ in range(n))]),
-    }  # fmt: skip
+    def facts(entities: list[str]) -> float | None:
+        return rate([(Plan(entity=e), world.facts[e]) for e in (pick(entities) for _ in range(n))])
+
+    out: dict = {"fact_accuracy_frequent": facts(world.frequent), "fact_accuracy_rare": facts(world.rare)}
     for kind in ("single", "pair", "triple"):
         mechs = world.mechanisms_of([kind])
         if not mechs:
@@ -63,7 +63,9 @@ def measure_controls(
                        for m in (pick(mechs) for _ in range(n))]  # fmt: skip
             out[f"{kind}_wrapped_rate_on_rare"] = rate(wrapped)
             parts = [(m, pick(m.parts)) for m in (pick(mechs) for _ in range(n))]
-            out[f"{kind}_part_alone_rate"] = rate([(Plan(entity=pick(world.rare), parts=[p]), m.target) for m, p in parts])
+            out[f"{kind}_part_alone_rate"] = rate(
+                [(Plan(entity=pick(world.rare), parts=[p]), m.target) for m, p in parts]
+            )
     with_decoys = [m for m in world.mechanisms if m.decoys]
     if with_decoys:
         plans = [(Plan(entity=pick(world.rare), decoys=list(m.decoys)), m.target)
@@ -74,6 +76,9 @@ def measure_controls(
         out["context_read_rate"] = rate([(Plan(context=(pick(world.context_entities), a)), a) for a in stated])
         mechs = [pick(world.mechanisms) for _ in range(n)]
         out["context_override_rate"] = rate(
-            [(Plan(context=(pick(world.context_entities), pick(world.answers)), mechanisms=[m]), m.target) for m in mechs]
+            [
+                (Plan(context=(pick(world.context_entities), pick(world.answers)), mechanisms=[m]), m.target)
+                for m in mechs
+            ]
         )
     return out

@@ -123,7 +123,11 @@ def _pick(seq: list, rng: np.random.Generator):
 def _facts(world: World, spec: Spec, rng: np.random.Generator) -> list[tuple[Plan, str, str]]:
     out = []
     decoys = sorted({d for m in world.mechanisms for d in m.decoys})
-    groups = ((world.frequent, spec.frequent_count), (world.rare, spec.rare_count), (world.carriers, spec.carrier_count))
+    groups = (
+        (world.frequent, spec.frequent_count),
+        (world.rare, spec.rare_count),
+        (world.carriers, spec.carrier_count),
+    )
     for entities, count in groups:
         for entity in entities:
             for _ in range(count):

@@ -71,5 +71,8 @@ def load_cases(task_dir: Path) -> DatasetDict:
         raise ManifestError(f"{task_dir}/{CASES}: {len(problems)} problem(s):\n  " + "\n  ".join(problems[:20]))
     rows = [{k: r.get(k) for k in FEATURES} for r in records]
     return DatasetDict(
-        {split: Dataset.from_list([r for r in rows if r["split"] == split], features=FEATURES) for split in ("dev", "test")}
+        {
+            split: Dataset.from_list([r for r in rows if r["split"] == split], features=FEATURES)
+            for split in ("dev", "test")
+        }
     )

@@ -122,7 +122,9 @@ class GrammarWorldSpec(CorpusRates):
     templates: PosInt
     intro_templates: PosInt
     clause_length: tuple[Annotated[int, Field(ge=2)], Annotated[int, Field(ge=2)]]
-    closing_entity: bool = Field(False, description="repeat the entity just before the query (as the natural world does)")
+    closing_entity: bool = Field(
+        False, description="repeat the entity just before the query (as the natural world does)"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> GrammarWorldSpec:
@@ -332,8 +334,8 @@ def world_problems(spec: TaskSpec, recipe: ModelRecipe) -> list[str]:
         out.append(f"model {recipe.name}: family natural goes with a natural world, and only with it")
     if m.prompt_length[1] + 4 > recipe.model.positions:
         out.append(f"model {recipe.name}: prompts of {m.prompt_length[1]} exceed its positions")
-    if max(m.decoys) > world.decoys_per_mechanism * m.alternatives:
-        out.append(f"model {recipe.name}: mining.decoys exceeds the decoys its world plants per mechanism")
+    if max(m.decoys) and not world.decoys_per_mechanism:
+        out.append(f"model {recipe.name}: mining.decoys needs a world that plants decoys")
     if m.context and not world.context_sequences:
         out.append(f"model {recipe.name}: mining.context needs world.context_sequences > 0")
     if m.context and world.kind != "grammar":

@@ -195,13 +195,19 @@ def verify(
         for block in blocks:
             hits = greedy_all[cursor : cursor + len(block.rows)] == cand.target_id
             cursor += len(block.rows)
-            outcomes.setdefault((block.family, block.check), []).append(float(np.mean(hits if block.want_target else ~hits)))
+            outcomes.setdefault((block.family, block.check), []).append(
+                float(np.mean(hits if block.want_target else ~hits))
+            )
         rates = {f: {c: (min(outcomes[f, c]) if (f, c) in outcomes else None) for c in CHECKS} for f in FAMILIES}
         greedy = bool(greedy_all[i] == cand.target_id)
         failed = [] if greedy else ["greedy"]
         for family in FAMILIES:
             limits = thresholds[family]
-            failed += [f"{family}.{c}" for c in CHECKS if rates[family][c] is not None and rates[family][c] < getattr(limits, c)]
+            failed += [
+                f"{family}.{c}"
+                for c in CHECKS
+                if rates[family][c] is not None and rates[family][c] < getattr(limits, c)
+            ]
         p_faith = None if cand.faithful_id is None else float(probs[i, cand.faithful_id])
         verdicts.append(Verdict(float(probs[i, cand.target_id]), p_faith, greedy, rates, failed))
     return verdicts
