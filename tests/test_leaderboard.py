@@ -1,4 +1,4 @@
-"""Leaderboard arithmetic on hand-made results: shared cases, failures at the worst value, ranks with ties."""
+"""Leaderboard arithmetic on hand-made results: the suite's case set, worst values, hierarchical intervals, ranks."""
 
 from __future__ import annotations
 
@@ -8,88 +8,135 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from halbench.leaderboard import HEADLINE, SuiteIndex, build_board
+from halbench.metrics import bootstrap_ci
+from halbench.metrics.hierarchical import Bootstrap, Unit, point_weights, replicate_weights
 from halbench.results import load_results
-from halbench.site.leaderboard import HEADLINE, build_board
+
+BUDGETS = (16, 64)
+MODELS = ("m1", "m2", "m3")
+CASES = [f"c{i:02d}" for i in range(24)]
 
 
-def write(root: Path, task: str, method: str, budget: int, values: dict[str, float | None], kind="baseline") -> None:
-    folder = root / "results" / task / method
+def write(root: Path, task: str, model: str, method: str, budget: int, values: dict, kind="baseline") -> None:
+    folder = root / "results" / task / model / method
     folder.mkdir(parents=True, exist_ok=True)
     lines = []
     for case, value in values.items():
-        cost = {"rows": budget // 2, "seconds": 0.01, "forward_rows": budget // 2, "backward_rows": 0}
+        cost = {"rows": budget // 2, "forward_rows": budget // 2, "backward_rows": 0}
         if value is None:
             lines.append({"id": case, "status": "failed", "reason": "RuntimeError: boom", "cost": cost})
         else:
-            lines.append({"id": case, "status": "ok", "metrics": {HEADLINE: value, "hit_at_k": value}, "cost": cost})
+            lines.append({"id": case, "status": "ok", "metrics": {HEADLINE: value}, "cost": cost})
     (folder / f"budget-{budget}.cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
-    ok = [v for v in values.values() if v is not None]
-    summary = {
-        "task": task,
-        "method": method,
-        "budget": budget,
-        "kind": kind,
-        "task_hash": "h",
-        "cases": len(values),
-        "ok": len(ok),
-        "failed": len(values) - len(ok),
-        "metrics": {HEADLINE: {"mean": float(np.mean(ok)), "low": 0, "high": 1, "n": len(ok)}},
-        "cost": {"rows": budget / 2, "seconds": 0.01},
-    }
+    summary = {"task": task, "model": model, "method": method, "budget": budget, "kind": kind, "task_hash": "h",
+               "cases": len(values), "ok": 0, "failed": 0, "metrics": {}, "cost": {"seconds": 0.01}}  # fmt: skip
     (folder / f"budget-{budget}.json").write_text(json.dumps(summary))
+
+
+def index() -> SuiteIndex:
+    names = [f"t/{m}" for m in MODELS]
+    units = {f"t/{m}": [Unit("t", m, f"{m}|k{i % 4}") for i in range(len(CASES))] for m in MODELS}
+    return SuiteIndex({n: list(CASES) for n in names}, units)
 
 
 @pytest.fixture
 def store(tmp_path):
     rng = np.random.default_rng(0)
-    cases = [f"c{i:02d}" for i in range(40)]
-    base = 0.9 + 0.05 * rng.random(40)
-    strong = {c: float(v) for c, v in zip(cases, base, strict=True)}
-    noise = rng.normal(0, 0.01, 40)
-    twin = {c: float(v) for c, v in zip(cases, base + noise - noise.mean(), strict=True)}  # same mean
-    weak = {c: float(v) for c, v in zip(cases, 0.3 * rng.random(40), strict=True)}
-    for task in ("t1", "t2"):
-        write(tmp_path, task, "strong", 64, strong)
-        write(tmp_path, task, "twin", 64, twin)
-        write(tmp_path, task, "weak", 64, weak, kind="gradient")
-    failing = dict(strong)
-    failing["c00"] = failing["c01"] = None
-    write(tmp_path, "t1", "failing", 64, failing)
-    write(tmp_path, "t2", "failing", 64, strong)
-    write(tmp_path, "t1", "partial", 64, strong)  # no t2 results: left out of "all"
+    for model in MODELS:
+        base = 0.8 + 0.1 * rng.random(len(CASES))
+        for budget in BUDGETS:
+            write(tmp_path, "t", model, "strong", budget, dict(zip(CASES, base.tolist(), strict=True)))
+            write(tmp_path, "t", model, "twin", budget, dict(zip(CASES, base.tolist(), strict=True)))
+            write(
+                tmp_path,
+                "t",
+                model,
+                "weak",
+                budget,
+                dict(zip(CASES, (0.2 * rng.random(len(CASES))).tolist(), strict=True)),
+            )
+            failing = dict(zip(CASES, base.tolist(), strict=True))
+            failing["c00"] = None
+            write(tmp_path, "t", model, "failing", budget, failing)
+            partial = dict(list(zip(CASES, base.tolist(), strict=True))[:5])  # covers 5 of 24 cases
+            write(tmp_path, "t", model, "partial", budget, partial)
+            write(tmp_path, "t", model, "probe", budget, dict(zip(CASES, base.tolist(), strict=True)), kind="probe")
     return load_results(tmp_path)
 
 
-def test_ranks_tie_when_the_difference_is_not_significant(store):
-    board = build_board(store, "all", 64, {})
-    ranks = {r.method: (r.rank, r.tied) for r in board.rows}
-    assert ranks["strong"] == (1, True) and ranks["twin"] == (1, True)
-    assert ranks["weak"][0] == 4 and not ranks["weak"][1]  # below strong, twin and failing
-    assert board.missing == ["partial"] and board.cases == 80
+def rows(board):
+    return {r.method: r for r in board.rows}
 
 
-def test_failures_count_at_the_worst_value(store):
-    board = build_board(store, "t1", 64, {})
-    failing = next(r for r in board.rows if r.method == "failing")
-    assert failing.failed == 2 and failing.cases == 40
-    values = [
-        json.loads(x).get("metrics", {}).get(HEADLINE, 0.0) for x in store.get("t1", "failing", 64).cases_path.open()
-    ]
-    assert failing.metrics[HEADLINE].mean == pytest.approx(sum(values) / 40)  # two zeros, not the mean of the 38 ok
-    assert failing.metrics[HEADLINE].low <= failing.metrics[HEADLINE].mean <= failing.metrics[HEADLINE].high
-    assert {r.method for r in board.rows} >= {"partial"}  # has t1 results, so it is ranked on t1
+def test_ranks_ties_and_the_rows_that_are_not_ranked(store):
+    board = build_board(store, index(), "all", {}, budgets=BUDGETS, n_boot=300)
+    by = rows(board)
+    assert by["strong"].rank == by["twin"].rank == 1 and by["strong"].tied
+    assert by["weak"].rank == 4 and not by["weak"].tied  # strong, twin and failing above it
+    assert not by["partial"].ranked and "incomplete" in by["partial"].reason
+    assert not by["probe"].ranked and by["probe"] in board.probes
+    assert board.cases == 3 * len(CASES)  # the suite's case set, whatever partial recorded
 
 
-def test_rows_cost_and_kind_come_from_the_records(store):
-    row = next(r for r in build_board(store, "all", 64, {"weak": "verified"}).rows if r.method == "weak")
-    assert row.kind == "gradient" and row.rows == 32 and row.status == "verified"
+def test_a_failed_case_counts_at_the_worst_value(store):
+    by = rows(build_board(store, index(), "all", {}, budgets=BUDGETS, n_boot=300))
+    gap = by["strong"].headline.mean - by["failing"].headline.mean
+    strong_c00 = np.mean([store.get(f"t/{m}", "strong", 16).records["c00"]["metrics"][HEADLINE] for m in MODELS])
+    assert gap == pytest.approx(strong_c00 / len(CASES))  # one case per model at 0 instead of its value
 
 
-def test_a_summary_whose_path_disagrees_is_skipped(tmp_path):
-    write(tmp_path, "t1", "m", 64, {"a": 1.0})
-    path = tmp_path / "results" / "t1" / "m" / "budget-64.json"
-    data = json.loads(path.read_text())
-    data["method"] = "other"
-    path.write_text(json.dumps(data))
-    store = load_results(tmp_path)
-    assert store.entries == [] and "path says t1/m/budget-64" in store.problems[0]
+def test_an_incomplete_entry_never_shrinks_anyone_elses_case_set(store):
+    full = rows(build_board(store, index(), "all", {}, budgets=BUDGETS, n_boot=300))
+    store.keep(lambda e: e.method != "partial")
+    without = rows(build_board(store, index(), "all", {}, budgets=BUDGETS, n_boot=300))
+    assert full["strong"].headline == without["strong"].headline
+
+
+def test_an_unverified_submission_is_listed_apart(store):
+    for entry in store.entries:
+        if entry.method == "twin":
+            entry.source = "twin"
+    by = rows(build_board(store, index(), "all", {"twin": "unverified"}, budgets=BUDGETS, n_boot=300))
+    assert not by["twin"].ranked and "unverified" in by["twin"].reason
+    by = rows(build_board(store, index(), "all", {"twin": "verified"}, budgets=BUDGETS, n_boot=300))
+    assert by["twin"].ranked
+
+
+def test_point_weights_give_tasks_and_models_equal_weight():
+    units = [Unit("a", "m1", "x")] * 2 + [Unit("a", "m2", "x")] * 6 + [Unit("b", "m1", "y")] * 4
+    w = point_weights(units)
+    assert w.sum() == pytest.approx(1.0)
+    assert (
+        w[:2].sum() == pytest.approx(0.25) and w[2:8].sum() == pytest.approx(0.25) and w[8:].sum() == pytest.approx(0.5)
+    )
+
+
+def test_every_replicate_is_a_weighting_that_sums_to_one():
+    units = [Unit("a", m, f"{m}{i % 3}") for m in ("m1", "m2") for i in range(9)]
+    w = replicate_weights(units, n_boot=200, seed=1)
+    assert w.shape == (200, 18) and np.allclose(w.sum(1), 1.0) and (w >= 0).all()
+
+
+def test_clustered_cases_get_wider_intervals_than_an_iid_bootstrap():
+    """Cases of one mechanism move together: resampling cases alone overstates the evidence."""
+    rng = np.random.default_rng(3)
+    units, values = [], []
+    for model in ("m1", "m2", "m3"):
+        for k in range(4):
+            level = rng.random()  # each mechanism has its own difficulty
+            for _ in range(25):
+                units.append(Unit("t", model, f"{model}|k{k}"))
+                values.append(level + 0.01 * rng.normal())
+    hier = Bootstrap(units, n_boot=1000, seed=0).interval(values)
+    _, low, high = bootstrap_ci(values, seed=0)
+    assert (hier.high - hier.low) > 3 * (high - low)
+
+
+def test_a_difference_interval_is_paired():
+    units = [Unit("t", "m", f"k{i % 5}") for i in range(50)]
+    boot = Bootstrap(units, n_boot=500, seed=0)
+    rng = np.random.default_rng(0)
+    a = rng.random(50)
+    gap = boot.difference(a + 0.01, a)
+    assert gap.low == pytest.approx(0.01) and gap.high == pytest.approx(0.01)

@@ -6,6 +6,7 @@ import click
 
 from halbench import __version__
 from halbench.cli.eval_cmd import eval_, methods
+from halbench.cli.site_cmd import leaderboard, site
 from halbench.cli.tasks_cmd import models, tasks
 
 
@@ -15,7 +16,7 @@ def cli() -> None:
     """halbench: benchmark hallucination-cause attribution on planted, verified causes."""
 
 
-for command in (tasks, models, eval_, methods):
+for command in (tasks, models, eval_, methods, leaderboard, site):
     cli.add_command(command)
 
 

@@ -61,7 +61,7 @@ def sweep_options(f):
             type=click.IntRange(min=1),
             multiple=True,
             help="model rows per case (repeatable; default 16 64 256)",
-        ),  # fmt: skip
+        ),
         click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N"),
         click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True),
         click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True),

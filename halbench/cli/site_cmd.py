@@ -1,4 +1,7 @@
-"""``halbench site build|serve``: the static leaderboard."""
+"""``halbench site build|serve`` and ``halbench leaderboard``: the static site and the same board as text.
+
+Both read result files only (:mod:`halbench.site.inputs`): no submission's code is imported or run.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,18 @@ from pathlib import Path
 
 import click
 
+ROOT_OPTION = click.option(
+    "--root",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="folder holding results/, submissions/ and verifications/ (default: the repository)",
+)
+TASKS_OPTION = click.option(
+    "--tasks",
+    "tasks_root",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="tasks root with the built instances (default: $HALBENCH_TASKS, else ROOT/tasks)",
+)
+
 
 @click.group()
 def site() -> None:
@@ -14,19 +29,20 @@ def site() -> None:
 
 
 @site.command("build")
+@ROOT_OPTION
+@TASKS_OPTION
+@click.option("--out", type=click.Path(path_type=Path), help="output folder (default: ROOT/site/_build)")
 @click.option(
-    "--root",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="folder holding results/ and submissions/ (default: the repository)",
+    "--cases-per-model", default=3, show_default=True, type=click.IntRange(min=0), help="drill-down cases per instance"
 )
-@click.option("--out", type=click.Path(path_type=Path), help="output folder (default: site/_build)")
-@click.option("--cases-per-task", default=12, show_default=True, help="case drill-down pages per task")
-def site_build(root: Path | None, out: Path | None, cases_per_task: int) -> None:
-    """Render the leaderboard from results/ and submissions/*/results/."""
+def site_build(root: Path | None, tasks_root: Path | None, out: Path | None, cases_per_model: int) -> None:
+    """Render the leaderboard from results/ and submissions/*/results/ (reads files; runs no submission)."""
     from halbench.site.build import build_site
     from halbench.tasks.registry import REPO_ROOT
 
-    report = build_site(root or REPO_ROOT, out=out, cases_per_task=cases_per_task)
+    if out is not None and out.exists() and not out.is_dir():
+        raise click.ClickException(f"--out {out}: exists and is not a folder")
+    report = build_site(root or REPO_ROOT, out=out, tasks_root=tasks_root, cases_per_model=cases_per_model)
     for problem in report.problems:
         click.secho(f"skipped: {problem}", fg="yellow", err=True)
     click.echo(f"built {report.pages} pages in {report.seconds:.1f} s")
@@ -35,7 +51,7 @@ def site_build(root: Path | None, out: Path | None, cases_per_task: int) -> None
 
 @site.command("serve")
 @click.option("--dir", "folder", type=click.Path(path_type=Path), help="built site (default: site/_build)")
-@click.option("--port", default=8000, show_default=True)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 def site_serve(folder: Path | None, port: int) -> None:
     """Serve the built site on http://127.0.0.1:PORT/ (local only)."""
     import functools
@@ -53,30 +69,42 @@ def site_serve(folder: Path | None, port: int) -> None:
             server.serve_forever()
 
 
+def _view(value: str) -> str:
+    if value == "headline" or (value.isdigit() and int(value) >= 1):
+        return value if value == "headline" else str(int(value))
+    raise click.BadParameter(f"{value!r}: 'headline' or a budget in rows per case (16, 64, 256)")
+
+
 @click.command("leaderboard")
 @click.option("--scope", default="all", show_default=True, help="'all' or a task name")
-@click.option("--budget", default=256, show_default=True, help="rows per case")
-@click.option("--root", type=click.Path(path_type=Path, file_okay=False), help="folder holding results/")
-@click.option("--markdown", is_flag=True, help="a Markdown table (for notes and papers)")
-def leaderboard(scope: str, budget: int, root: Path | None, markdown: bool) -> None:
-    """Print the ranked leaderboard (ranks tie when the paired bootstrap interval contains zero)."""
-    from halbench.cli.render import table
-    from halbench.site.build import SHOWN, gather
+@click.option(
+    "--budget",
+    "view",
+    default="headline",
+    show_default=True,
+    callback=lambda ctx, param, value: _view(value),
+    help="'headline' (AP averaged over 16/64/256 rows) or one budget: 16, 64, 256",
+)
+@ROOT_OPTION
+@TASKS_OPTION
+@click.option("--markdown", is_flag=True, help="Markdown tables (for notes and papers)")
+def leaderboard(scope: str, view: str, root: Path | None, tasks_root: Path | None, markdown: bool) -> None:
+    """Print the board the site shows: ranked entries, then the unranked with reasons, then the leak probes."""
+    from halbench.site.boards import HEADLINE_VIEW, board, views
+    from halbench.site.inputs import load_inputs
+    from halbench.site.text import render
     from halbench.tasks.registry import REPO_ROOT
 
-    site = gather(root or REPO_ROOT, cases_per_task=0)
-    board = site.boards.get((scope, budget))
-    if board is None:
-        raise click.ClickException(f"no results for scope {scope!r} at budget {budget} (budgets: {site.store.budgets})")
-    headers = ["rank", "method", "kind", "status", *SHOWN, "rows/case", "s/case", "failed"]
-    rows = []
-    for r in board.rows:
-        cells = [f"{c.mean:.3f} [{c.low:.3f}, {c.high:.3f}]" if (c := r.metrics.get(m)) else "-" for m in SHOWN]
-        rank = f"{r.rank}{'=' if r.tied else ''}"
-        rows.append([rank, r.method, r.kind, r.status, *cells, f"{r.rows:.0f}", f"{r.seconds:.3f}", str(r.failed)])
-    if markdown:
-        click.echo("| " + " | ".join(headers) + " |\n|" + "---|" * len(headers))
-        click.echo("\n".join("| " + " | ".join(row) + " |" for row in rows))
-    else:
-        click.echo(f"{scope} at {budget} rows per case, {board.cases} cases")
-        click.echo(table(headers, rows))
+    inputs = load_inputs(root or REPO_ROOT, tasks_root)
+    for problem in inputs.problems:
+        click.secho(f"skipped: {problem}", fg="yellow", err=True)
+    if scope != "all" and scope not in inputs.tasks:
+        raise click.ClickException(
+            f"unknown scope {scope!r} (scopes: all, {', '.join(inputs.tasks) or 'no tasks built'})"
+        )
+    shown = views(inputs)
+    if view != HEADLINE_VIEW and int(view) not in shown.budgets:
+        raise click.ClickException(f"no results at {view} rows per case (budgets with results: {list(shown.budgets)})")
+    if view == HEADLINE_VIEW and not shown.headline:
+        raise click.ClickException("no results at 16, 64 or 256 rows per case yet: run `halbench eval` first")
+    click.echo(render(board(inputs, scope, view, shown), view, markdown))

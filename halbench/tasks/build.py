@@ -202,9 +202,10 @@ def build_instance(
     started = time.perf_counter()
     with torch.no_grad():
         accepted, stats = mine(spec, recipe, world, tok, model, refills, progress=progress)
+    need = {"test": spec.cases.min_test or spec.cases.test, "dev": spec.cases.min_dev or spec.cases.dev}
     want = {"test": spec.cases.test, "dev": spec.cases.dev}
     got = Counter(d.split for d, _ in accepted)
-    if any(got[s] < n for s, n in want.items()):
+    if any(got[s] < n for s, n in need.items()):
         raise BuildError(
             f"task {spec.name} on {recipe.name}: only {dict(got)} of {want} cases passed verification after "
             f"{stats.drawn} candidates ({json.dumps(stats.as_record())}); raise mining.max_candidates "
@@ -251,6 +252,7 @@ def _instance_manifest(spec, recipe, model_manifest, staging, stats, records, qu
         "seeds": {"task": spec.seed},
         "mining": stats.as_record(),
         "counts": {s: sum(r["split"] == s for r in records) for s in ("test", "dev")},
+        "wanted": {"test": spec.cases.test, "dev": spec.cases.dev},
         "mechanisms": dict(sorted(Counter(m for r in records for m in r["mechanisms"]).items())),
         "prompt_length": {"min": min(lengths), "max": max(lengths), "mean": round(float(np.mean(lengths)), 2)},
         "versions": artifacts.library_versions(),

@@ -272,8 +272,13 @@ class VerificationSpec(_Strict):
 
 
 class CasesSpec(_Strict):
+    """Cases to mine per split; a model that yields fewer, but at least ``min_test`` and ``min_dev``, is
+    built with what it gave (the shortfall is recorded in the manifest) rather than failing the build."""
+
     test: PosInt
     dev: PosInt
+    min_test: PosInt | None = None
+    min_dev: PosInt | None = None
 
 
 class TaskSpec(_Strict):

@@ -180,7 +180,7 @@ def _clause(spec: GrammarWorldSpec, rng, function: list[str], entity: bool) -> l
         else:
             body.append("{?}")
     if entity:
-        body[int(rng.integers(len(body)))] = ENTITY
+        body[0] = ENTITY  # the subject opens the prompt, as in real text: a position every architecture finds
     return [*body, function[int(rng.integers(min(2, len(function))))]]
 
 

@@ -1,19 +1,24 @@
-// Leaderboard: sort by any column, choose family (scope) and budget, filter by method kind.
-// Case pages: choose the budget whose traces are shown. No dependencies; works from file://.
+// Leaderboard: choose the scope (all tasks or one) and the view (headline or one budget), sort any table by a
+// column, filter rows by method kind. Case pages: choose the budget whose traces are shown.
+// No dependencies and no requests: works from file://.
 (function () {
   "use strict";
 
   function cellValue(row, index, numeric) {
-    const raw = row.cells[index].dataset.value;
-    if (!numeric) return (raw || row.cells[index].textContent).trim().toLowerCase();
+    const cell = row.cells[index];
+    const raw = cell.dataset.value;
+    if (!numeric) return (raw || cell.textContent).trim().toLowerCase();
     const value = parseFloat(raw);
     return Number.isNaN(value) ? -Infinity : value;
   }
 
+  // Numeric columns sort best (largest) first, text and rank columns A-Z / 1-n first; a second click flips.
   function sortTable(table, th) {
     const index = Array.from(th.parentNode.children).indexOf(th);
     const numeric = th.dataset.sort === "num";
-    const ascending = th.getAttribute("aria-sort") === "descending" || (!th.hasAttribute("aria-sort") && !numeric);
+    const firstAscending = !numeric || th.dataset.first === "asc";
+    const current = th.getAttribute("aria-sort");
+    const ascending = current ? current === "descending" : firstAscending;
     const body = table.tBodies[0];
     const rows = Array.from(body.rows);
     rows.sort(function (a, b) {
@@ -25,32 +30,40 @@
     th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
   }
 
-  document.querySelectorAll("table.board th[data-sort]").forEach(function (th) {
+  document.querySelectorAll("table.sortable th[data-sort]").forEach(function (th) {
     th.addEventListener("click", function () { sortTable(th.closest("table"), th); });
   });
 
-  const scope = document.getElementById("scope");
-  const budget = document.getElementById("budget");
   function applyKinds() {
-    const on = new Set(Array.from(document.querySelectorAll(".kind-filter:checked")).map(function (c) { return c.value; }));
-    document.querySelectorAll("table.board tbody tr").forEach(function (r) { r.hidden = !on.has(r.dataset.kind); });
+    const boxes = document.querySelectorAll(".kind-filter");
+    if (!boxes.length) return;
+    const on = new Set(Array.from(boxes).filter(function (c) { return c.checked; }).map(function (c) { return c.value; }));
+    document.querySelectorAll("section.board tbody tr").forEach(function (r) { r.hidden = !on.has(r.dataset.kind); });
   }
+  document.querySelectorAll(".kind-filter").forEach(function (c) { c.addEventListener("change", applyKinds); });
+
+  const scope = document.getElementById("scope");
+  const view = document.getElementById("view");
   function showBoard() {
-    if (!scope || !budget) return;
-    document.querySelectorAll("table.board").forEach(function (t) {
-      t.hidden = !(t.dataset.scope === scope.value && t.dataset.budget === budget.value);
+    document.querySelectorAll("section.board").forEach(function (s) {
+      s.hidden = !(s.dataset.scope === scope.value && s.dataset.view === view.value);
     });
     applyKinds();
-    history.replaceState(null, "", "#scope=" + encodeURIComponent(scope.value) + "&budget=" + budget.value);
+    history.replaceState(null, "", "#scope=" + encodeURIComponent(scope.value) + "&view=" + encodeURIComponent(view.value));
   }
-  if (scope && budget) {
+  // A link such as index.html#scope=alpha&view=64 opens that board, on load and when the hash changes.
+  function fromHash() {
     const params = new URLSearchParams(location.hash.slice(1));
-    if (params.get("scope")) scope.value = params.get("scope");
-    if (params.get("budget")) budget.value = params.get("budget");
-    scope.addEventListener("change", showBoard);
-    budget.addEventListener("change", showBoard);
-    document.querySelectorAll(".kind-filter").forEach(function (c) { c.addEventListener("change", applyKinds); });
+    const has = function (select, value) { return Array.from(select.options).some(function (o) { return o.value === value; }); };
+    if (params.get("scope") && has(scope, params.get("scope"))) scope.value = params.get("scope");
+    if (params.get("view") && has(view, params.get("view"))) view.value = params.get("view");
     showBoard();
+  }
+  if (scope && view) {
+    scope.addEventListener("change", showBoard);
+    view.addEventListener("change", showBoard);
+    window.addEventListener("hashchange", fromHash);
+    fromHash();
   }
 
   const traceBudget = document.getElementById("trace-budget");

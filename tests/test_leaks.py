@@ -1,0 +1,70 @@
+"""No leaks: model-free probes that would exploit roles in token names, ids, frequencies or dev causes stay at chance.
+
+On every built instance of the suite, ``dev_lookup`` (tokens that were causes in dev) and ``token_form``
+(a classifier over token strings, ids, corpus frequency and repetition, trained on dev causes) must score
+within 0.05 average precision of ``random`` on the test split. A leak would let them win without the model.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+from transformers import AutoTokenizer
+
+from halbench.case import DevCase, PublicCase
+from halbench.methods.base import get_method
+from halbench.metrics import average_precision
+from halbench.runner import case_rng
+from halbench.tasks.artifacts import CASES, MODEL_DIR, UNIGRAM, read_cases, read_json
+from halbench.tasks.registry import resolve, task_names
+
+INSTANCES = [i for name in task_names() for i in resolve(name).instances()]
+TOLERANCE = 0.05
+
+
+def mean_ap(method, cases: list[dict]) -> float:
+    values = []
+    for record in cases:
+        case = PublicCase.from_record(record)
+        scores = method.attribute(case, None, case_rng(0, case.id)).scores
+        values.append(average_precision(scores, record["causes"], record["editable"]))
+    return float(np.mean(values))
+
+
+@pytest.mark.skipif(not INSTANCES, reason="the suite is not built")
+@pytest.mark.parametrize("instance", INSTANCES, ids=[i.name for i in INSTANCES])
+def test_leak_probes_score_like_random(instance):
+    records = read_cases(instance.folder / CASES)
+    dev = [DevCase.from_record(r) for r in records if r["split"] == "dev"]
+    test = [r for r in records if r["split"] == "test"]
+    folder = instance.model_folder
+    tok = AutoTokenizer.from_pretrained(folder / MODEL_DIR)
+    vocabulary = tok.convert_ids_to_tokens(list(range(len(tok))))
+    unigram = np.asarray(read_json(folder / UNIGRAM, "unigram")["counts"], dtype=float)
+    floor = mean_ap(get_method("random"), test)
+    for name in ("dev_lookup", "token_form"):
+        probe = get_method(name)
+        probe.fit(dev, vocabulary, unigram)
+        score = mean_ap(probe, test)
+        assert abs(score - floor) <= TOLERANCE, f"{name} scores AP {score:.3f} against random's {floor:.3f}"
+
+
+def test_the_probes_do_find_a_leak_when_there_is_one():
+    """The probes are not blind: where token names do give roles away, token_form wins."""
+    rng = np.random.default_rng(0)
+
+    def case(i: int, split: str) -> dict:
+        tokens = [f"w{rng.integers(100):03d}" for _ in range(20)]
+        cause = int(rng.integers(1, 19))
+        tokens[cause] = f"trigger{rng.integers(10)}"  # a leaky generator: names reveal the role
+        ids = [zlib.crc32(t.encode()) % 1000 for t in tokens]
+        return {"id": f"c{i}", "split": split, "prompt_ids": ids, "prompt_tokens": tokens,
+                "target_ids": [1], "editable": list(range(1, 19)), "causes": [[cause]]}  # fmt: skip
+
+    dev = [DevCase.from_record(case(i, "dev")) for i in range(40)]
+    test = [case(i + 40, "test") for i in range(40)]
+    probe = get_method("token_form")
+    probe.fit(dev, [f"v{i}" for i in range(1000)], None)
+    assert mean_ap(probe, test) > mean_ap(get_method("random"), test) + 0.3
