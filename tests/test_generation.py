@@ -53,7 +53,7 @@ def test_another_seed_gives_another_world_corpus_and_ids(quick):
 
 
 def test_token_names_and_ids_carry_no_role(quick):
-    spec, world = quick
+    _, world = quick
     vocab = world.vocab()
     assert len(vocab) == len(set(vocab)) and vocab[: len(SPECIALS)] == list(SPECIALS)
     if world.kind == "grammar":
