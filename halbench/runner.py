@@ -20,7 +20,7 @@ from halbench.metrics.aggregate import bootstrap_ci
 from halbench.metrics.faithfulness import case_draws, faithfulness_metrics
 from halbench.tasks.bundle import TaskBundle
 
-REFILLS = 32
+REFILLS = 16
 
 
 @dataclass
@@ -32,6 +32,7 @@ class EvalConfig:
     budget: int = 64
     seed: int = 0
     refills: int = REFILLS
+    lm_refills: int = 0  # model-filled refills for s_rep_lm (0: not computed)
 
 
 class MetricMemo:
@@ -45,7 +46,7 @@ class MetricMemo:
         self._cases: dict[tuple, dict] = {}
 
     def for_case(self, case_id: str, config: EvalConfig) -> dict:
-        return self._cases.setdefault((case_id, config.seed, config.refills), {})
+        return self._cases.setdefault((case_id, config.seed, config.refills, config.lm_refills), {})
 
 
 def case_problems(record: dict, vocab: int) -> list[str]:
@@ -64,7 +65,7 @@ def case_problems(record: dict, vocab: int) -> list[str]:
         out.append(f"a token id is outside the model's vocabulary of {vocab}")
     if any(not 0 <= p < n for p in editable):
         out.append("an editable position lies outside the prompt")
-    if not causes or any(not alt or any(p not in set(editable) for p in alt) for alt in causes):
+    if any(not alt or any(p not in set(editable) for p in alt) for alt in causes):  # none: no ground truth
         out.append("a cause position lies outside the prompt's editable positions")
     return out
 
@@ -100,10 +101,11 @@ def score_case(
     seconds = time.perf_counter() - start
     scores = stored_scores(attribution.scores)
     evaluator = bundle.scorer(record, budget=None)
-    metrics = localization_metrics(scores, record["causes"], record["editable"])
+    # cases without causes (external tasks without ground truth) get the ground-truth-free metrics only
+    metrics = localization_metrics(scores, record["causes"], record["editable"]) if record["causes"] else {}
     case_memo = {} if memo is None else memo.for_case(record["id"], config)
     if "draws" not in case_memo:
-        case_memo["draws"] = case_draws(evaluator, config.refills, config.seed)
+        case_memo["draws"] = case_draws(evaluator, config.refills, config.seed, config.lm_refills)
     metrics.update(faithfulness_metrics(scores, evaluator, case_memo["draws"], case_memo))
     out.update(status="ok", scores=scores.tolist(), metrics=metrics)
     if attribution.subsequence is not None:

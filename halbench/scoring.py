@@ -113,7 +113,7 @@ class Scorer:
         replacements: Replacements,
         budget: int | None = 1024,
         batch_rows: int = 256,
-        pad_rows: int = 32,
+        pad_rows: int = 8,
         tokenizer=None,
     ):
         self.model = model

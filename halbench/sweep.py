@@ -67,6 +67,7 @@ class Unit:
     refills: int
     device: str
     trust: bool = False
+    lm_refills: int = 0
 
 
 @dataclass
@@ -76,7 +77,8 @@ class Sweep:
     split: str = "test"
     limit: int | None = None
     seed: int = 0
-    refills: int = 32
+    refills: int = 16
+    lm_refills: int = 0
     out: Path = Path("results")
     device: str = "auto"
     trust: bool = False
@@ -136,7 +138,9 @@ def iter_unit(unit: Unit) -> Iterator[tuple[int, dict, float]]:
     memo = MetricMemo()
     for case_id, j in unit.work:
         job = unit.jobs[j]
-        config = EvalConfig(job.method, job.param_dict, unit.split, None, job.budget, unit.seed, unit.refills)
+        config = EvalConfig(
+            job.method, job.param_dict, unit.split, None, job.budget, unit.seed, unit.refills, unit.lm_refills
+        )
         record, seconds = score_case(prepared(job, bundle, unit.trust), bundle, by_id[case_id], config, memo)
         yield j, record, seconds
 
@@ -193,6 +197,7 @@ def plan(sweep: Sweep) -> tuple[list[_Target], list[str]]:
                 "seed": sweep.seed,
                 "split": sweep.split,
                 "refills": sweep.refills,
+                "lm_refills": sweep.lm_refills,
             }
             check_config(files, config)
             records, repaired = read_records(files.cases, repair=True)
@@ -210,8 +215,10 @@ def units(sweep: Sweep, targets: list[_Target]) -> list[Unit]:
         for s in range(0, len(wanted), SHARD):
             work = tuple((cid, j) for cid in wanted[s : s + SHARD] for j, t in enumerate(group) if cid not in t.done)
             if work:
-                out.append(Unit(group[0].instance, work, jobs, sweep.split, sweep.seed, sweep.refills, sweep.device,
-                                sweep.trust))  # fmt: skip
+                out.append(
+                    Unit(group[0].instance, work, jobs, sweep.split, sweep.seed, sweep.refills, sweep.device,
+                         sweep.trust, sweep.lm_refills)
+                )  # fmt: skip
     return out
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Print a Markdown table of every built task from its MANIFEST.json (for notes and docs)."""
+"""Markdown tables of the built suite from its manifests: models, then every task instance (for notes and docs)."""
 
 from __future__ import annotations
 
@@ -9,23 +9,44 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "tasks"
 
 
-def main() -> None:
-    print(
-        "| task | prompt length | test/dev cases | model params | training s | candidates | hallucinating "
-        "| verified (pass rate) | main failed checks |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
-    for path in sorted(ROOT.glob("*/MANIFEST.json")):
+def span(length: dict) -> str:
+    return f"{length['min']}" if length["min"] == length["max"] else f"{length['min']}-{length['max']}"
+
+
+def models() -> None:
+    head = ["model", "arch", "layers x width", "parameters", "corpus sequences", "training s"]
+    print("| " + " | ".join([*head, "controls (single/pair/triple on rare, part alone)"]) + " |")
+    print("|---|---|---|---|---|---|---|")
+    for path in sorted(ROOT.glob("_models/*/MANIFEST.json")):
         m = json.loads(path.read_text())
-        length, mining = m["prompt_length"], m["mining"]
-        span = f"{length['min']}" if length["min"] == length["max"] else f"{length['min']}-{length['max']}"
-        fails = ", ".join(f"{k} {v}" for k, v in sorted(mining["failed_checks"].items(), key=lambda kv: -kv[1]))
+        c, spec = m["training"]["controls"], m["spec"]["model"]
+        rates = "/".join(f"{c.get(f'{k}_rate_on_rare', 0) or 0:.2f}" for k in ("single", "pair", "triple"))
+        part = c.get("pair_part_alone_rate") or 0
         print(
-            f"| {m['task']} | {span} | {m['counts']['test']}/{m['counts']['dev']} | {m['model']['parameters']:,} "
-            f"| {m['training']['seconds']} | {mining['candidates_drawn']} | {mining['hallucinating']} "
-            f"| {mining['verified']} ({mining['verification_pass_rate']:.0%}) | {fails or '-'} |"
+            f"| {m['name']} | {m['arch']} | {spec['layers']} x {spec['width']} | {m['parameters']:,} "
+            f"| {m['training']['sequences']:,} | {m['training']['seconds']} | {rates}, {part:.2f} |"
+        )
+
+
+def instances() -> None:
+    head = ["instance", "prompt length", "test/dev cases", "mechanisms", "hallucinating / drawn"]
+    print("| " + " | ".join([*head, "verified (pass rate)", "main failed checks"]) + " |")
+    print("|---|---|---|---|---|---|---|")
+    for path in sorted(ROOT.glob("*/*/MANIFEST.json")):
+        if path.parent.parent.name.startswith("_"):
+            continue
+        m = json.loads(path.read_text())
+        mining = m["mining"]
+        top = ", ".join(f"{k} {v}" for k, v in sorted(mining["failed_checks"].items(), key=lambda kv: -kv[1])[:3])
+        counts = f"{m['counts']['test']}/{m['counts']['dev']}"
+        print(
+            f"| {m['task']}/{m['model']['name']} | {span(m['prompt_length'])} | {counts} | {len(m['mechanisms'])} "
+            f"| {mining['hallucinating']} / {mining['candidates_drawn']} "
+            f"| {mining['verified']} ({mining['verification_pass_rate']:.0%}) | {top or '-'} |"
         )
 
 
 if __name__ == "__main__":
-    main()
+    models()
+    print()
+    instances()

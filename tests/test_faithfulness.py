@@ -25,9 +25,9 @@ def test_metadata_registered():
 
 def test_draws_depend_only_on_case_and_seed(tiny_bundle):
     record = tiny_bundle.cases()[0]
-    a = case_draws(tiny_bundle.scorer(record, budget=None), 8, seed=1)
-    b = case_draws(tiny_bundle.scorer(record, budget=None), 8, seed=1)
-    c = case_draws(tiny_bundle.scorer(record, budget=None), 8, seed=2)
+    a = case_draws(tiny_bundle.scorer(record, budget=None), 8, seed=1, lm_refills=8)
+    b = case_draws(tiny_bundle.scorer(record, budget=None), 8, seed=1, lm_refills=8)
+    c = case_draws(tiny_bundle.scorer(record, budget=None), 8, seed=2, lm_refills=8)
     np.testing.assert_array_equal(a.random, b.random)
     np.testing.assert_array_equal(a.model, b.model)
     assert (a.random != c.random).any() and (a.model != c.model).any()
@@ -48,7 +48,7 @@ def test_equal_kept_sets_give_equal_numbers_and_rates_are_rates(tiny_bundle):
     """Two methods whose rankings keep the same positions get identical metrics."""
     record = tiny_bundle.cases()[1]
     evaluator = tiny_bundle.scorer(record, budget=None)
-    draws = case_draws(evaluator, 16, seed=0)
+    draws = case_draws(evaluator, 16, seed=0, lm_refills=8)
     cause = record["causes"][0]
     x = faithfulness_metrics(scores_with(record, cause), evaluator, draws)
     y = faithfulness_metrics(scores_with(record, cause) * 7.0 + 0.5, evaluator, draws)
@@ -56,6 +56,10 @@ def test_equal_kept_sets_give_equal_numbers_and_rates_are_rates(tiny_bundle):
     for a in ALPHAS:
         assert 0.0 <= x[f"p_rep@{a}"] <= 1.0
         assert (x[f"s_rep@{a}"] * 16) == round(x[f"s_rep@{a}"] * 16)  # a share of 16 greedy answers
+        assert (x[f"s_rep_lm@{a}"] * 8) == round(x[f"s_rep_lm@{a}"] * 8)
+    assert "s_rep_lm@0.5" not in faithfulness_metrics(
+        scores_with(record, cause), evaluator, case_draws(evaluator, 16, 0)
+    )
 
 
 def test_shared_metric_rows_give_identical_numbers_and_cost_nothing_twice(tiny_bundle):

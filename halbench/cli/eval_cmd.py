@@ -74,7 +74,9 @@ def sweep_options(f):
     return f
 
 
-def run_jobs(instances, jobs, split, limit, seed, out, device, executor, workers, address, progress, trust=False):
+def run_jobs(
+    instances, jobs, split, limit, seed, out, device, executor, workers, address, progress, trust=False, lm_refills=0
+):
     """Run a sweep and return its summaries; every refusal becomes one readable message."""
     from halbench.executors import make_executor
     from halbench.records import RecordError
@@ -83,7 +85,7 @@ def run_jobs(instances, jobs, split, limit, seed, out, device, executor, workers
     from halbench.tasks.artifacts import ManifestError
 
     configure_threads()
-    sweep = Sweep(instances, jobs, split, limit, seed, out=out, device=device, trust=trust)
+    sweep = Sweep(instances, jobs, split, limit, seed, out=out, device=device, trust=trust, lm_refills=lm_refills)
     try:
         run = make_executor(executor, workers, address, gpu=device.startswith("cuda"))
         return run_sweep(sweep, run, progress=progress, echo=lambda m: click.secho(m, fg="yellow", err=True))
@@ -104,8 +106,12 @@ def run_jobs(instances, jobs, split, limit, seed, out, device, executor, workers
     help="results folder (default results/; with --limit build/partial-results/)",
 )
 @click.option("--param", "params", multiple=True, help="method hyper-parameter KEY=VALUE (repeatable)")
+@click.option(
+    "--lm-refills", type=click.IntRange(min=0), default=0, show_default=True,
+    help="also score s_rep_lm@* with this many model-filled refills per case (doubles the metric rows)",
+)  # fmt: skip
 def eval_(method_names, all_methods, tasks, all_, split, limit, budgets, device, seed, executor, workers, address,
-          progress, out, params) -> None:  # fmt: skip
+          progress, out, params, lm_refills) -> None:  # fmt: skip
     """Run methods on task instances at each budget; resumes from earlier per-case results.
 
     The work is split into (instance, case shard) units with every pending (method, budget) job, so methods
@@ -130,7 +136,9 @@ def eval_(method_names, all_methods, tasks, all_, split, limit, budgets, device,
         raise click.UsageError("give --task NAME or --all")
     jobs = [make_job(name, values, budget) for name in names for budget in budgets or BUDGETS]
     target = output_folder(out, limit)
-    summaries = run_jobs(instances, jobs, split, limit, seed, target, device, executor, workers, address, progress)
+    summaries = run_jobs(
+        instances, jobs, split, limit, seed, target, device, executor, workers, address, progress, lm_refills=lm_refills
+    )
     click.echo(table(HEADERS, [summary_row(s) for s in summaries]))
     click.echo(f"results: {target}")
 

@@ -122,29 +122,41 @@ def _one(name: str) -> TaskRef:
 @click.option("--progress/--no-progress", default=True)
 def build(names, all_, quick, only_models, out, cache, progress) -> None:
     """Train each task's models (once, shared) and mine and verify its cases on each."""
-    from halbench.tasks.build import BuildError, build_instance, build_model
+    from halbench.tasks.build import BuildError
 
     root = out if out is not None else (Path("build") / "quick" if quick else tasks_root())
+    failures = []
     for ref in _refs(names, all_):
         try:
             spec = ref.spec(quick=quick)
             models = [m for m in spec.models if not only_models or m in only_models]
-            for model in models:
-                mref = resolve_model(model)
-                recipe = mref.recipe(quick=quick)
-                dest = root / MODELS / model
-                click.echo(f"model {model}{' (quick)' if quick else ''} -> {dest}")
-                mm = build_model(recipe, dest, cache or cache_root(), quick=quick, progress=progress)
-                click.echo(f"  {mm['arch']}, {mm['parameters']:,} params, trained in {mm['training']['seconds']}s")
-                target = root / ref.name / model
-                click.echo(f"task {ref.name} on {model} -> {target}")
-                m = build_instance(spec, recipe, dest, target, quick=quick, progress=progress)
-                click.echo(
-                    f"  {m['counts']['test']} test + {m['counts']['dev']} dev cases, pass rate "
-                    f"{m['mining']['verification_pass_rate']:.0%}, hash {m['content_hash'][:12]}"
-                )
-        except (TaskSpecError, BuildError, UnknownTaskError) as exc:
+        except (TaskSpecError, UnknownTaskError) as exc:
             raise click.ClickException(str(exc)) from None
+        for model in models:
+            try:
+                _build_one(ref.name, spec, model, root, quick, cache, progress)
+            except (TaskSpecError, BuildError, UnknownTaskError) as exc:
+                failures.append(str(exc))  # one instance that yields too few cases must not stop the suite
+                click.secho(f"  FAILED: {exc}", fg="red", err=True)
+    if failures:
+        raise click.ClickException(f"{len(failures)} instance(s) failed to build:\n" + "\n".join(failures))
+
+
+def _build_one(task: str, spec, model: str, root: Path, quick: bool, cache: Path | None, progress: bool) -> None:
+    from halbench.tasks.build import build_instance, build_model
+
+    recipe = resolve_model(model).recipe(quick=quick)
+    dest = root / MODELS / model
+    click.echo(f"model {model}{' (quick)' if quick else ''} -> {dest}")
+    mm = build_model(recipe, dest, cache or cache_root(), quick=quick, progress=progress)
+    click.echo(f"  {mm['arch']}, {mm['parameters']:,} params, trained in {mm['training']['seconds']}s")
+    target = root / task / model
+    click.echo(f"task {task} on {model} -> {target}")
+    m = build_instance(spec, recipe, dest, target, quick=quick, progress=progress)
+    click.echo(
+        f"  {m['counts']['test']} test + {m['counts']['dev']} dev cases from {len(m['mechanisms'])} mechanisms, "
+        f"pass rate {m['mining']['verification_pass_rate']:.0%}, hash {m['content_hash'][:12]}"
+    )
 
 
 @tasks.command("verify")

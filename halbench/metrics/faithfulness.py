@@ -80,23 +80,29 @@ register_metric(
 
 @dataclass(frozen=True)
 class CaseDraws:
-    """The seeded refills of one case: random tokens, and tokens the model writes itself."""
+    """The seeded refills of one case: random tokens, and (optionally) tokens the model writes itself."""
 
     random: np.ndarray  # [R, L]
-    model: np.ndarray  # [R, L]
+    model: np.ndarray | None  # [R_lm, L], or None when the model-filled variant is not computed
 
 
-def case_draws(evaluator: Scorer, refills: int, seed: int) -> CaseDraws:
-    """``refills`` draws for every position, fixed by the case id and the seed (one forward for the model fill)."""
+def case_draws(evaluator: Scorer, refills: int, seed: int, lm_refills: int = 0) -> CaseDraws:
+    """Draws for every position, fixed by the case id and the seed; the model fill costs one forward.
+
+    ``lm_refills`` > 0 adds that many model-filled refills (the ``s_rep_lm`` metrics); they double the
+    metric rows, so sweeps enable them where they are wanted rather than everywhere.
+    """
     rng = np.random.default_rng([seed, zlib.crc32(evaluator.case.id.encode())])
     length = evaluator.case.length
     random = evaluator.replacements.sample(rng, evaluator.prompt, np.ones((refills, length), dtype=bool), "unigram")
+    if lm_refills <= 0:
+        return CaseDraws(random, None)
     logprobs = evaluator.next_token_logprobs()[0]  # [L, V]: row p-1 predicts position p
     pool = evaluator.replacements.pool
-    model = np.repeat(evaluator.prompt[None, :], refills, axis=0)
+    model = np.repeat(evaluator.prompt[None, :], lm_refills, axis=0)
     for pos in range(1, length):
         weights = np.exp(logprobs[pos - 1, pool] - logprobs[pos - 1, pool].max())
-        model[:, pos] = pool[rng.choice(len(pool), size=refills, p=weights / weights.sum())]
+        model[:, pos] = pool[rng.choice(len(pool), size=lm_refills, p=weights / weights.sum())]
     return CaseDraws(random, model)
 
 
@@ -142,6 +148,7 @@ def faithfulness_metrics(
         prob, rate = scored("random", kept[a])
         out[f"p_rep@{a}"] = prob
         out[f"s_rep@{a}"] = rate
-        out[f"s_rep_lm@{a}"] = scored("model", kept[a])[1]
+        if draws.model is not None:
+            out[f"s_rep_lm@{a}"] = scored("model", kept[a])[1]
     out["comprehensiveness"] = memo["base"] - scored("random", rest)[0]
     return out

@@ -257,6 +257,7 @@ def _recompute(item: _Checked, bundles: _Bundles) -> list[str]:
         return [f"{item.label}: cannot load the task: {exc}"]
     by_id = {r["id"]: r for r in bundle.records}
     refills, seed = int(item.summary["refills"]), int(item.summary["seed"])
+    lm_refills = int(item.summary.get("lm_refills") or 0)
     out = []
     for record in item.records:
         if record.get("status") != "ok":
@@ -266,9 +267,9 @@ def _recompute(item: _Checked, bundles: _Bundles) -> list[str]:
             case = by_id[record["id"]]
             fresh = localization_metrics(scores, case["causes"], case["editable"])
             evaluator = bundle.scorer(case, budget=None)
-            memo = bundles.memo.setdefault((item.bundle_name, record["id"], seed, refills), {})
+            memo = bundles.memo.setdefault((item.bundle_name, record["id"], seed, refills, lm_refills), {})
             if "draws" not in memo:
-                memo["draws"] = case_draws(evaluator, refills, seed)
+                memo["draws"] = case_draws(evaluator, refills, seed, lm_refills)
             fresh.update(faithfulness_metrics(scores, evaluator, memo["draws"], memo))
         except Exception as exc:  # a malformed record is a mismatch, not a crash of the verifier
             out.append(f"{item.label}: case {record.get('id')}: cannot recompute: {type(exc).__name__}: {exc}")
@@ -311,7 +312,9 @@ def _rerun(method, item: _Checked, stored: dict, bundles: _Bundles) -> list[str]
     s = item.summary
     bundle = bundles.get(item.bundle_name)
     case = next(r for r in bundle.records if r["id"] == stored["id"])
-    config = EvalConfig(s["method"], s["params"], s["split"], None, s["budget"], s["seed"], s["refills"])
+    config = EvalConfig(
+        s["method"], s["params"], s["split"], None, s["budget"], s["seed"], s["refills"], int(s.get("lm_refills") or 0)
+    )
     fresh, _ = score_case(method, bundle, case, config)
     return [f"{item.label}: case {stored['id']}: {p}" for p in compare_records(stored, fresh, s["refills"])]
 

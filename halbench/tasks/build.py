@@ -21,6 +21,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from halbench.atomic import atomic_write_json, canonical_hash
+from halbench.quiet import quiet_transformers
 from halbench.tasks import artifacts
 from halbench.tasks.controls import measure_controls
 from halbench.tasks.corpus import training_corpus
@@ -56,8 +57,9 @@ def _train(recipe: ModelRecipe, staging: Path, progress: bool) -> dict:
     corpus, profile = training_corpus(world, recipe.world)
     model, report = train_model(corpus, tok, recipe.model, recipe.training, progress=progress)
     controls = measure_controls(recipe.world, world, tok, model)
-    model.save_pretrained(staging / artifacts.MODEL_DIR)
-    tok.save_pretrained(staging / artifacts.MODEL_DIR)
+    with quiet_transformers():
+        model.save_pretrained(staging / artifacts.MODEL_DIR)
+        tok.save_pretrained(staging / artifacts.MODEL_DIR)
     counts = Counter(t for ex in corpus for t in ex.prompt.tokens)
     unigram = [0 if t in SPECIALS else counts.get(t, 0) for t in world.vocab()]
     atomic_write_json(staging / artifacts.UNIGRAM, {"counts": unigram, "sequences": len(corpus)})
@@ -117,7 +119,8 @@ def build_model(recipe: ModelRecipe, dest: Path, cache: Path, quick: bool = Fals
             (shutil.copytree if source.is_dir() else shutil.copy2)(source, staging / name)
         files = artifacts.hashed_files(staging, MODEL_FILES)
         s_hash = spec_hash(recipe)
-        model = AutoModelForCausalLM.from_pretrained(staging / artifacts.MODEL_DIR)
+        with quiet_transformers():
+            model = AutoModelForCausalLM.from_pretrained(staging / artifacts.MODEL_DIR)
         manifest = {
             "kind": "model",
             "name": recipe.name,
@@ -196,8 +199,9 @@ def build_instance(
         raise BuildError(f"task {spec.name} on model {recipe.name}:\n  " + "\n  ".join(problems))
     model_manifest = artifacts.read_manifest(model_folder)
     world = build_world(recipe.world)
-    tok = AutoTokenizer.from_pretrained(model_folder / artifacts.MODEL_DIR)
-    model = AutoModelForCausalLM.from_pretrained(model_folder / artifacts.MODEL_DIR).eval()
+    with quiet_transformers():
+        tok = AutoTokenizer.from_pretrained(model_folder / artifacts.MODEL_DIR)
+        model = AutoModelForCausalLM.from_pretrained(model_folder / artifacts.MODEL_DIR).eval()
     refills = load_refills(model_folder)
     started = time.perf_counter()
     with torch.no_grad():

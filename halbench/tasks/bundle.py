@@ -15,6 +15,7 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from halbench.case import DevCase, PublicCase
+from halbench.quiet import quiet_transformers
 from halbench.replacements import Replacements
 from halbench.scoring import Scorer, resolve_device
 from halbench.tasks.artifacts import (
@@ -76,17 +77,8 @@ def load_model(folder: Path, device: torch.device, dtype: torch.dtype | None = N
     if act in FUSED_ACTIVATIONS:
         config.activation_function = FUSED_ACTIVATIONS[act]
     dtype = dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
-    from transformers.utils import logging
-
-    verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
-    logging.set_verbosity_error()  # no "Loading weights" bars: a newcomer reads halbench's own output
-    logging.disable_progress_bar()
-    try:
+    with quiet_transformers():
         model = AutoModelForCausalLM.from_pretrained(folder, config=config, attn_implementation="sdpa", dtype=dtype)
-    finally:
-        logging.set_verbosity(verbosity)
-        if bars:
-            logging.enable_progress_bar()
     return model.to(device).eval()
 
 
@@ -132,14 +124,20 @@ def load_unigram(model_folder: Path | None, vocab: int) -> np.ndarray | None:
     return out
 
 
-def replacements_for(model: torch.nn.Module, tok, unigram: np.ndarray | None) -> Replacements:
-    """The shared strategies for ``model``: its ordinary tokens, corpus unigram when shipped, its mask token."""
-    vocab = model.get_input_embeddings().num_embeddings
+def marker_ids(tok) -> set[int]:
+    """Ids that are never ordinary tokens: the tokenizer's special tokens and halbench's task markers."""
     special = set(getattr(tok, "all_special_ids", []) or [])
     for name in ("[Q]", "[IS]"):
         tid = tok.convert_tokens_to_ids(name) if hasattr(tok, "convert_tokens_to_ids") else None
         if isinstance(tid, int) and tid != getattr(tok, "unk_token_id", None):
             special.add(tid)
+    return special
+
+
+def replacements_for(model: torch.nn.Module, tok, unigram: np.ndarray | None) -> Replacements:
+    """The shared strategies for ``model``: its ordinary tokens, corpus unigram when shipped, its mask token."""
+    vocab = model.get_input_embeddings().num_embeddings
+    special = marker_ids(tok)
     pool = [i for i in range(min(vocab, len(tok))) if i not in special]
     mask_id = getattr(tok, "mask_token_id", None)
     if mask_id is None:

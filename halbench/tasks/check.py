@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from transformers import AutoModelForCausalLM
 
+from halbench.quiet import quiet_transformers
 from halbench.tasks.artifacts import CASES, MODEL_DIR, TASK_FILE, ManifestError, read_cases
 from halbench.tasks.build import load_refills, spec_hash
 from halbench.tasks.bundle import verify_instance
@@ -70,7 +71,8 @@ def check_instance(ref: InstanceRef, sample: int = 32, seed: int = 0) -> CheckRe
 def _reverify(spec: TaskSpec, model_folder, records, sample, seed, report) -> None:
     rng = np.random.default_rng(seed)
     picked = sorted(rng.choice(len(records), size=min(sample, len(records)), replace=False).tolist())
-    model = AutoModelForCausalLM.from_pretrained(model_folder / MODEL_DIR).eval()
+    with quiet_transformers():
+        model = AutoModelForCausalLM.from_pretrained(model_folder / MODEL_DIR).eval()
     cands = [candidate_from_record(records[i]) for i in picked]
     thresholds = {"neutral": spec.verification.neutral, "unigram": spec.verification.unigram}
     verdicts = verify(model, cands, load_refills(model_folder), thresholds, spec.verification.refills)

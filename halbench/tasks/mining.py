@@ -10,6 +10,7 @@ confirmed by the interventions in :mod:`halbench.tasks.verify`.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -174,7 +175,8 @@ def mine(
     want = {"test": spec.cases.test, "dev": spec.cases.dev}
     bar = tqdm(total=sum(want.values()), desc=f"mine {spec.name}", unit="case", disable=not progress, leave=False)
     for split in SPLITS:
-        got = 0
+        got, per_mechanism = 0, Counter()
+        cap = max(1, math.ceil(spec.mining.max_share * want[split]))
         for start in range(0, spec.mining.max_candidates, chunk):
             stop = min(start + chunk, spec.mining.max_candidates)
             drawn = [d for i in range(start, stop) if (d := draw_candidate(spec, recipe, world, tok, i, split))]
@@ -193,8 +195,10 @@ def mine(
                 stats.failures.update(v.failed)
                 if v.passed:
                     stats.verified += 1
-                    if got < want[split]:
+                    key = "+".join(m.name for m in d.mechanisms)
+                    if got < want[split] and per_mechanism[key] < cap:  # no one mechanism dominates a split
                         accepted.append((d, v))
+                        per_mechanism[key] += 1
                         got += 1
                         bar.update(1)
             if got >= want[split]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from halbench.tasks.artifacts import MANIFEST, MODELS_DIR, RECIPE, TASK_FILE, ManifestError, read_manifest
-from halbench.tasks.spec import ModelRecipe, TaskSpec, load_recipe, load_spec
+from halbench.tasks.spec import ModelRecipe, TaskSpec, TaskSpecError, load_recipe, load_spec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MODELS = MODELS_DIR
@@ -150,6 +150,9 @@ def resolve_model(name: str, root: Path | None = None) -> ModelRef:
 def resolve_instances(name: str, root: Path | None = None) -> list[InstanceRef]:
     """``task`` (every built instance of it), ``task/model``, or the path of an instance folder."""
     root = root or tasks_root()
+    external = _external_instances(name, root)
+    if external is not None:
+        return external
     task, sep, model = name.partition("/")
     if sep and "/" not in model and (root / task / TASK_FILE).is_file():
         ref = resolve(task, root).instance(model)
@@ -170,3 +173,29 @@ def resolve_instances(name: str, root: Path | None = None) -> list[InstanceRef]:
     if not instances:
         raise UnknownTaskError(f"task {ref.name} has no built instances (halbench tasks build {ref.name})")
     return instances
+
+
+def _external_instances(name: str, root: Path) -> list[InstanceRef] | None:
+    """An external task (``kind: external``), by registered name, ``name/model`` or folder path; else None.
+
+    Its instance is derived from its sources at first use (:mod:`halbench.external.instance`); a bad
+    definition or cases file becomes one readable error.
+    """
+    from halbench.external.spec import declares_external
+
+    task, sep, model = name.partition("/")
+    candidates: list[tuple[Path, str | None]] = [(Path(name), None)]
+    if task[:1] not in ("", ".", "_") and "/" not in model:
+        candidates.insert(0, (root / task, model) if sep else (root / name, None))
+    for folder, wanted in candidates:
+        if declares_external(folder):
+            from halbench.external.instance import external_instance
+
+            try:
+                ref = external_instance(folder)
+            except (TaskSpecError, ManifestError) as exc:
+                raise UnknownTaskError(str(exc)) from None
+            if wanted is not None and wanted != ref.model:
+                raise UnknownTaskError(f"{name}: external task {ref.task} has model {ref.model}, not {wanted}")
+            return [ref]
+    return None

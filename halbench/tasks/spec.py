@@ -246,6 +246,9 @@ class MiningSpec(_Strict):
     prompt_length: tuple[PosInt, PosInt]
     entities: Literal["rare", "frequent", "any"] = "rare"
     max_candidates: PosInt = 4000
+    max_share: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
+        0.25, description="at most this share of a split's cases from one mechanism (or pair of alternatives)"
+    )
     batch_rows: PosInt = 512
 
 
