@@ -172,6 +172,9 @@ def read_timings(path: Path) -> dict[str, float]:
     return out
 
 
+LOCK_FILE = ".halbench.lock"  # left in the output folder after a run; not a result
+
+
 @contextmanager
 def output_lock(out: Path) -> Iterator[None]:
     """An exclusive lock on an output folder for the whole run: a second run on it is refused at once."""
@@ -179,7 +182,7 @@ def output_lock(out: Path) -> Iterator[None]:
     if out.exists() and not out.is_dir():
         raise RecordError(f"--out {out}: is a file, not a folder")
     out.mkdir(parents=True, exist_ok=True)
-    handle = open(out / ".halbench.lock", "w")  # noqa: SIM115 (held until the run ends)
+    handle = open(out / LOCK_FILE, "w")  # noqa: SIM115 (held until the run ends)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

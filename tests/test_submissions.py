@@ -1,63 +1,36 @@
-"""Outside submissions: strict specs, safe loading of method.py, submit and verify end to end, tampering caught."""
+"""Outside submissions: strict specs, loading without running code, submit and verify end to end, tampering caught.
+
+The end-to-end tests run the example submission (and a misbehaving one) in the sandbox on two tiny random
+instances in a private tasks root: ``short`` (12-token prompts, so the example fits in 16 rows) and ``long``
+(24-token prompts: leave-one-out does not fit, so the example occludes blocks). Without bubblewrap they run trusted.
+"""
 
 from __future__ import annotations
 
 import json
 import shutil
-import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
 
-from halbench.case import PublicCase
-from halbench.methods import base
+from halbench.isolation import sandbox
 from halbench.methods.base import registered
-from halbench.submissions import (
-    SubmissionError,
-    discover_submissions,
-    load_submission,
-    run_submission,
-    validate_slug,
-    verification_status,
-    verify_submission,
-)
+from halbench.results import ResultStore
+from halbench.submissions import SubmissionError, discover_submissions, load_submission, validate_slug
+from halbench.submissions.verify import results_hashes, verification_status, verify_submission, write_report
 from halbench.tasks.registry import REPO_ROOT
 
-from .conftest import BUILT, invoke
+from .conftest import invoke
+from .tiny import make_tiny_instance
 
 EXAMPLE = REPO_ROOT / "submissions" / "occlusion-pairs"
 SKIP_OUTPUTS = shutil.ignore_patterns("results", "verification.json", "__pycache__")
-SUBMIT_ARGS = ("--task", "single", "--limit", "3", "--budget", "64", "--device", "cpu", "--no-progress")
-needs_single = pytest.mark.skipif("single" not in BUILT, reason="single not built")
-
-METHOD_HEAD = """
-from typing import ClassVar
-import numpy as np
-from halbench.methods.base import Attribution, Method
-"""
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _unregister_submissions():
-    """Leave the method registry as other test modules expect it: built-ins only."""
-    yield
-    for name, cls in list(base._REGISTRY.items()):
-        if cls.__module__.startswith("halbench_submission_"):
-            del base._REGISTRY[name]
-
-
-def method_class(cls: str, name: str, body: str = "return Attribution(np.zeros(case.length))") -> str:
-    return f"""
-class {cls}(Method):
-    name = {name!r}
-    description = "a test method"
-    kind = "baseline"
-    defaults: ClassVar[dict] = {{}}
-
-    def attribute(self, case, scorer, rng):
-        {body}
-"""
+TRUST = sandbox.find_bwrap()[0] is None  # without bubblewrap, the same code runs as a trusted subprocess
+TRUST_ARGS = ("--trust",) if TRUST else ()
+BUDGET = 16
+SHORT, LONG = "short/tiny-short", "long/tiny-long"
+CASE_FILES = ("budget-16.cases.jsonl", "budget-16.config.json", "budget-16.json", "budget-16.timing.jsonl")
 
 
 def copy_example(dest: Path, name: str = "occlusion-pairs") -> Path:
@@ -67,20 +40,11 @@ def copy_example(dest: Path, name: str = "occlusion-pairs") -> Path:
 def write_submission(folder: Path, method_py: str, **spec_changes) -> Path:
     """A submission folder with the example's spec (changed by ``spec_changes``) and the given method.py."""
     spec = yaml.safe_load((EXAMPLE / "submission.yaml").read_text())
-    spec.update({"hyperparameters": {}, **spec_changes})
+    spec.update({"hyperparameters": {}, "kind": "baseline", **spec_changes})
     folder.mkdir(parents=True)
     (folder / "submission.yaml").write_text(yaml.safe_dump(spec))
-    (folder / "method.py").write_text(textwrap.dedent(method_py))
+    (folder / "method.py").write_text(method_py)
     return folder
-
-
-def error_of(folder: Path) -> str:
-    with pytest.raises(SubmissionError) as info:
-        load_submission(folder)
-    return str(info.value)
-
-
-# -- submission.yaml ---------------------------------------------------------------------------------------------
 
 
 def edit_spec(folder: Path, change) -> Path:
@@ -91,10 +55,21 @@ def edit_spec(folder: Path, change) -> Path:
     return path
 
 
+def error_of(folder: Path) -> str:
+    with pytest.raises(SubmissionError) as info:
+        load_submission(folder)
+    return str(info.value)
+
+
+# -- submission.yaml and the folder ------------------------------------------------------------------------------
+
+
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
         (lambda s: s.pop("licence"), "licence: required field is missing"),
+        (lambda s: s.pop("kind"), "kind: required field is missing"),
+        (lambda s: s.update(kind="magic"), "kind: Input should be 'baseline'"),
         (lambda s: s.update(homepage="https://x.org"), "homepage: unknown key"),
         (lambda s: s.update(paper="javascript:alert(1)"), "paper: must be an http:// or https:// URL"),
         (lambda s: s.update(code="ftp://example.org/x"), "code: must be an http:// or https:// URL"),
@@ -163,218 +138,239 @@ def test_html_in_the_name_is_kept_verbatim(tmp_path):
     assert sub.spec.name == hostile and sub.spec.description == f"<b>{hostile}</b>"
 
 
-# -- method.py ---------------------------------------------------------------------------------------------------
+def test_loading_runs_no_code(tmp_path):
+    marker = tmp_path / "ran"
+    source = f"open({str(marker)!r}, 'w').close()\nraise SystemExit('imported')\n"
+    sub = load_submission(write_submission(tmp_path / "sneaky", source, hyperparameters={"k": 3}))
+    again = load_submission(copy_example(tmp_path / "copy"))
+    assert sub.slug == "sneaky" and sub.spec.hyperparameters == {"k": 3} and sub.results == sub.folder / "results"
+    assert again.spec.kind == "perturbation" and again.spec.hyperparameters == {"top_pairs": 8}
+    assert not marker.exists() and "sneaky" not in registered() and "occlusion-pairs" not in registered()
 
 
-@pytest.mark.parametrize(
-    ("slug", "source", "expected"),
-    [
-        ("broken", "def broken(:\n    pass\n", "method.py: line 1: SyntaxError"),
-        ("raises", METHOD_HEAD + "\n\nraise RuntimeError('no model here')\n", "line 7: RuntimeError: no model here"),
-        ("empty", METHOD_HEAD + "X = Method\n", "defines no Method subclass with a `name`"),
-        ("two", METHOD_HEAD + method_class("A", "two") + method_class("B", "two-b"), "defines 2 Method subclasses"),
-        ("mine", METHOD_HEAD + method_class("A", "other"), "name: 'other' must equal the folder name 'mine'"),
-        ("mine", METHOD_HEAD + method_class("A", "occlusion"), "'occlusion' is already registered"),
-        ("occlusion", METHOD_HEAD + method_class("A", "occlusion"), "'occlusion' is the name of a built-in method"),
-        ("badkind", METHOD_HEAD + method_class("A", "badkind").replace('"baseline"', '"magic"'), "kind must be"),
-    ],
-)
-def test_method_problems_are_one_clear_error(tmp_path, slug, source, expected):
-    folder = write_submission(tmp_path / slug, source)
-    message = error_of(folder)
-    assert expected in message and str(folder) in message, message
-    assert slug not in registered() or slug == "occlusion"  # a rejected method leaves no registration behind
-
-
-def test_imported_method_classes_are_ignored(tmp_path):
-    source = METHOD_HEAD + "from halbench.methods.occlusion import Occlusion\n" + method_class("Mine", "mine")
-    sub = load_submission(write_submission(tmp_path / "mine", source))
-    assert sub.method_cls.__name__ == "Mine" and registered()["occlusion"].__name__ == "Occlusion"
-
-
-def test_spec_hyperparameters_must_be_method_defaults(tmp_path):
-    folder = copy_example(tmp_path)
-    edit_spec(folder, lambda s: s.update(hyperparameters={"top_pairs": 4, "nope": 1}))
-    assert f"{folder / 'submission.yaml'}: hyperparameters.nope: not a hyper-parameter" in error_of(folder)
-
-
-def test_loading_twice_and_from_two_copies_works(tmp_path):
-    first = load_submission(copy_example(tmp_path / "a"))
-    again = load_submission(first.folder)
-    other = load_submission(copy_example(tmp_path / "b"))
-    assert first.method_cls is not again.method_cls and other.folder != first.folder
-    assert registered()["occlusion-pairs"] is other.method_cls
-    assert first.method_cls.defaults == {"replacement": None, "top_pairs": 8}
+def test_a_builtin_name_or_a_missing_method_file_is_refused(tmp_path):
+    folder = write_submission(tmp_path / "occlusion", "")
+    assert f"{folder}: slug: 'occlusion' is the name of a built-in method" in error_of(folder)
+    method_file = copy_example(tmp_path / "other") / "method.py"
+    method_file.unlink()
+    assert f"{method_file}: (top level): file not found" in error_of(method_file.parent)
 
 
 def test_discover_keeps_going_past_bad_folders(tmp_path):
     copy_example(tmp_path)
-    write_submission(tmp_path / "broken", "def broken(:\n")
-    write_submission(tmp_path / "Bad-Slug", METHOD_HEAD + method_class("A", "Bad-Slug"))
+    write_submission(tmp_path / "broken-code", "def broken(:\n")  # found only when run, in the sandbox
+    write_submission(tmp_path / "Bad-Slug", "")
+    edit_spec(write_submission(tmp_path / "bad-spec", ""), lambda s: s.update(licence="?"))
     (tmp_path / "not-a-submission").mkdir()
     good, errors = discover_submissions(tmp_path)
-    assert [s.slug for s in good] == ["occlusion-pairs"]
-    assert len(errors) == 2 and any("SyntaxError" in e for e in errors) and any("slug" in e for e in errors)
+    assert [s.slug for s in good] == ["broken-code", "occlusion-pairs"]
+    assert len(errors) == 2 and any("slug" in e for e in errors) and any("licence" in e for e in errors)
 
 
-# -- submit and verify -------------------------------------------------------------------------------------------
+def test_no_verification_is_unverified(tmp_path):
+    assert verification_status(load_submission(copy_example(tmp_path)), tmp_path / "records") == "unverified"
+
+
+# -- submit and verify, end to end on tiny instances ---------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def submitted(tmp_path_factory) -> Path:
-    """The example, submitted once on three cases of ``single`` at budget 64 (copied by tests that tamper)."""
+def tasks_root(tmp_path_factory):
+    """A tasks root (``HALBENCH_TASKS``) with ``short`` and ``long``, so the verifier resolves them by name."""
+    root = tmp_path_factory.mktemp("tasks")
+    for name, length, cases in (("short", 12, 4), ("long", 24, 2)):
+        make_tiny_instance(root, "llama", task=name, model_name=f"tiny-{name}", cases=cases, dev=0, length=length)
+        (root / name / "task.yaml").write_text(f"name: {name}\n")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HALBENCH_TASKS", str(root))
+        yield root
+
+
+def submit(folder: Path, root: Path, *instances: str):
+    """``halbench submit`` on the given instances (by folder path) at budget 16 on the CPU."""
+    tasks = [arg for name in instances for arg in ("--task", str(root / name))]
+    return invoke("submit", str(folder), *tasks, "--budget", "16", "--device", "cpu", "--no-progress", *TRUST_ARGS)
+
+
+def verify(sub, sample: int = 0):
+    return verify_submission(sub, device="cpu", trust=TRUST, sample=sample, entropy=7)
+
+
+@pytest.fixture(scope="module")
+def submitted(tasks_root, tmp_path_factory) -> Path:
+    """The example, submitted once on both instances (tests that change it work on a copy)."""
     folder = copy_example(tmp_path_factory.mktemp("submitted"))
-    result = invoke("submit", str(folder), *SUBMIT_ARGS)
+    result = submit(folder, tasks_root, SHORT, LONG)
     assert result.exit_code == 0, result.output
     assert "occlusion-pairs" in result.output and f"results: {folder / 'results'}" in result.output
     return folder
 
 
-@pytest.fixture
-def verified(submitted, tmp_path) -> Path:
-    """A private, freshly verified copy of the submitted example."""
-    folder = Path(shutil.copytree(submitted, tmp_path / "occlusion-pairs"))
-    result = invoke("verify", str(folder), "--device", "cpu")
-    assert result.exit_code == 0, result.output
-    return folder
+@pytest.fixture(scope="module")
+def recorded(submitted, tmp_path_factory) -> tuple[Path, object]:
+    """The committed-style record of a passing verification (re-running every record), in a private folder."""
+    records = tmp_path_factory.mktemp("verifications")
+    report = verify(load_submission(submitted), sample=6)
+    assert report.passed, report.mismatches
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(records.parent)  # its scratch copy goes to build/verify/ under the working directory
+        write_report(report, record=True, records_dir=records)
+    return records, report
 
 
-def results_of(folder: Path) -> tuple[Path, Path]:
-    stem = folder / "results" / "single" / "occlusion-pairs" / "budget-64"
-    return stem.with_suffix(".cases.jsonl"), stem.with_suffix(".json")
+@pytest.fixture(autouse=True)
+def _scratch_in_tmp(tmp_path, monkeypatch):
+    """The verifier's scratch report (``build/verify/``, relative) goes to the test's folder, not the repository."""
+    monkeypatch.chdir(tmp_path)
 
 
-@needs_single
-def test_submit_writes_the_results_layout(submitted):
-    cases_path, summary_path = results_of(submitted)
-    records = [json.loads(line) for line in cases_path.read_text().splitlines()]
-    summary = json.loads(summary_path.read_text())
-    assert [r["id"] for r in records] == ["single-0000", "single-0001", "single-0002"]
-    assert all(r["status"] == "ok" and r["cost"]["rows"] <= 64 for r in records)
-    assert summary["cases"] == 3 and summary["method"] == "occlusion-pairs" and summary["budget"] == 64
-    assert summary["params"] == {"replacement": None, "top_pairs": 8} and summary["task_hash"]
-    assert sorted(p.name for p in (submitted / "results").rglob("*") if p.is_file()) == [
-        "budget-64.cases.jsonl",
-        "budget-64.json",
-    ]
+def copy_of(submitted: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(submitted, tmp_path / "sub" / submitted.name))
 
 
-@needs_single
-def test_verify_passes_on_untouched_results(verified):
-    report = json.loads((verified / "verification.json").read_text())
-    assert report["passed"] and report["mismatches"] == [] and report["cases_rerun"] == 3
-    assert set(report["files"]) == {
-        "single/occlusion-pairs/budget-64.cases.jsonl",
-        "single/occlusion-pairs/budget-64.json",
-    }
-    assert report["halbench_version"] and report["sample"] == 8 and report["seed"] == 0
-    assert verification_status(verified) == "verified"
+def stem(folder: Path, instance: str = SHORT) -> Path:
+    """``results/<task>/<model>/<slug>/budget-16`` of a submission (its slug is its folder's name)."""
+    return folder / "results" / instance / folder.name / f"budget-{BUDGET}"
 
 
-@needs_single
+def read_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_submit_writes_the_results_layout(submitted, tasks_root):
+    files = sorted(p.relative_to(submitted / "results").as_posix() for p in (submitted / "results").rglob("*.*"))
+    expected = [f"{i}/occlusion-pairs/{name}" for i in (LONG, SHORT) for name in CASE_FILES]
+    assert [f for f in files if not f.startswith(".")] == expected
+    store = ResultStore()
+    store.add_root(submitted / "results", "occlusion-pairs")
+    assert store.problems == [] and store.instances == [LONG, SHORT] and store.budgets == [BUDGET]
+    entry = store.get(SHORT, "occlusion-pairs", BUDGET)
+    manifest = json.loads((tasks_root / SHORT / "MANIFEST.json").read_text())
+    wanted = {"task_hash": manifest["content_hash"], "params": {"top_pairs": 8}, "kind": "perturbation",
+              "split": "test", "limit": None, "complete": True, "cases": 4, "ok": 4}  # fmt: skip
+    assert {k: entry.summary[k] for k in wanted} == wanted
+    assert sorted(entry.records) == [f"short-tiny-short-test-{i:04d}" for i in range(4)]
+    assert all(r["status"] == "ok" and len(r["scores"]) == 12 for r in entry.records.values())
+
+
+def test_the_example_fits_16_rows_on_any_prompt(submitted):
+    """Leave-one-out per token (11 rows, +3 pair rows) on 12 tokens; 15 blocks in one row each on 24 tokens."""
+    assert {r["cost"]["rows"] for r in read_lines(stem(submitted).with_suffix(".cases.jsonl"))} == {14}
+    long = read_lines(stem(submitted, LONG).with_suffix(".cases.jsonl"))
+    assert [r["status"] for r in long] == ["ok", "ok"] and {r["cost"]["rows"] for r in long} == {16}
+
+
+def test_verify_passes_on_untouched_results_and_records_it(submitted, recorded, tmp_path):
+    records, report = recorded
+    assert (report.summaries, report.records, report.rerun, report.entropy) == (2, 6, 6, 7)
+    assert report.files == results_hashes(submitted) and all(".halbench.lock" not in f for f in report.files)
+    saved = json.loads((records / "occlusion-pairs.json").read_text())
+    assert saved["passed"] and saved["mismatches"] == [] and len(saved["sample"]) == 6
+    assert verification_status(load_submission(submitted), records) == "verified"
+    result = invoke("verify", str(submitted), "--device", "cpu", "--sample", "0", *TRUST_ARGS)
+    assert result.exit_code == 0 and "2 summaries, 6 records recomputed, 0 re-run" in result.output, result.output
+    assert (tmp_path / "build" / "verify" / "occlusion-pairs.json").is_file()
+
+
 def test_a_tampered_case_metric_fails_verification(submitted, tmp_path):
-    folder = Path(shutil.copytree(submitted, tmp_path / "occlusion-pairs"))
-    cases_path, _ = results_of(folder)
-    records = [json.loads(line) for line in cases_path.read_text().splitlines()]
-    for record in records:  # every line, so whatever is sampled is tampered
-        record["metrics"]["average_precision"] = 1.0 - record["metrics"]["average_precision"] + 0.25
-    cases_path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
-    result = invoke("verify", str(folder), "--device", "cpu")
-    assert result.exit_code == 1, result.output
-    assert "case single-0000: metric average_precision is 0.25 but the re-run gives 1.0" in result.output
-    assert "FAILED" in result.output and verification_status(folder) == "failed"
+    folder = copy_of(submitted, tmp_path)
+    path = stem(folder).with_suffix(".cases.jsonl")
+    records = read_lines(path)
+    honest = records[1]["metrics"]["average_precision"]
+    records[1]["metrics"]["average_precision"] = forged = round(honest + 0.25, 6)
+    path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+    result = invoke("verify", str(folder), "--device", "cpu", "--sample", "0", *TRUST_ARGS)
+    assert result.exit_code == 1 and "FAILED" in result.output and "Traceback" not in result.output
+    line = f"short/tiny-short @16: case short-tiny-short-test-0001: metric average_precision is {forged!r} but "
+    assert f"{line}recomputes to {honest!r}" in result.output, result.output
 
 
-@needs_single
-def test_a_tampered_summary_fails_verification(submitted, tmp_path):
-    folder = Path(shutil.copytree(submitted, tmp_path / "occlusion-pairs"))
-    _, summary_path = results_of(folder)
-    summary = json.loads(summary_path.read_text())
+def test_a_tampered_summary_fails_and_never_replaces_the_record(submitted, recorded, tmp_path):
+    folder = copy_of(submitted, tmp_path)
+    records = Path(shutil.copytree(recorded[0], tmp_path / "records"))
+    path = stem(folder).with_suffix(".json")
+    summary = json.loads(path.read_text())
     summary["metrics"]["hit_at_k"]["mean"] = 0.999
-    summary_path.write_text(json.dumps(summary))
-    report = verify_submission(load_submission(folder), device="cpu")
-    assert not report.passed and verification_status(folder) == "failed"
-    assert any("summary metric hit_at_k is" in m and "single @64" in m for m in report.mismatches), report.mismatches
+    path.write_text(json.dumps(summary))
+    report = verify(load_submission(folder))
+    assert report.mismatches == ["short/tiny-short @16: summary metrics does not follow from its per-case records"]
+    before = (records / "occlusion-pairs.json").read_bytes()
+    write_report(report, record=True, records_dir=records)
+    assert (records / "occlusion-pairs.json").read_bytes() == before
+    assert verification_status(load_submission(folder), records) == "unverified"
 
 
-@needs_single
-def test_a_stale_task_hash_fails_verification(submitted, tmp_path):
-    folder = Path(shutil.copytree(submitted, tmp_path / "occlusion-pairs"))
-    _, summary_path = results_of(folder)
-    summary_path.write_text(json.dumps({**json.loads(summary_path.read_text()), "task_hash": "0" * 64}))
-    report = verify_submission(load_submission(folder), device="cpu")
-    assert not report.passed and "another version of the task" in report.mismatches[0]
-
-
-@needs_single
 @pytest.mark.parametrize("change", ["edit", "add", "remove"])
-def test_changing_results_after_verification_makes_them_unverified(verified, change):
-    cases_path, summary_path = results_of(verified)
+def test_changing_results_after_verification_makes_them_unverified(submitted, recorded, tmp_path, change):
+    folder = copy_of(submitted, tmp_path)
+    sub, records = load_submission(folder), recorded[0]
+    assert verification_status(sub, records) == "verified"  # a copy carries the same files
+    summary = stem(folder).with_suffix(".json")
     if change == "edit":
-        summary_path.write_text(summary_path.read_text() + "\n")
+        summary.write_text(summary.read_text() + "\n")
     elif change == "add":
-        (cases_path.parent / "notes.txt").write_text("hi")
+        (summary.parent / "notes.txt").write_text("hi")
     else:
-        cases_path.unlink()
-    assert verification_status(verified) == "unverified"
+        stem(folder, LONG).with_suffix(".cases.jsonl").unlink()
+    assert verification_status(sub, records) == "unverified"
 
 
-def test_no_verification_is_unverified(tmp_path):
-    assert verification_status(copy_example(tmp_path)) == "unverified"
+PROBE = """
+import numpy as np
 
-
-def test_verify_by_slug_and_invalid_submissions_are_clear_errors(tmp_path):
-    missing = invoke("verify", "no-such-submission")
-    assert missing.exit_code == 1 and "no submission folder" in missing.output
-    folder = write_submission(tmp_path / "broken", "def broken(:\n")
-    result = invoke("submit", str(folder), *SUBMIT_ARGS)
-    assert result.exit_code == 1 and "SyntaxError" in result.output and "Traceback" not in result.output
-
-
-PROBE = (
-    METHOD_HEAD
-    + """
-from halbench.case import PublicCase
+from halbench.methods.base import Attribution, Method, masked_scores
+from halbench.methods.occlusion import Occlusion  # an imported Method class is not the submission's
 
 
 class Probe(Method):
-    '''Records what it is handed; raises on one case and returns NaN on another.'''
-
     name = "probe"
-    description = "records its inputs and misbehaves on chosen cases"
+    description = "raises on one case, returns NaN on another, sees only public cases"
     kind = "baseline"
-    defaults: ClassVar[dict] = {"explode": None, "nan": None}
-    seen: ClassVar[list] = []
+    defaults = {"explode": None, "nan": None}
 
     def attribute(self, case, scorer, rng):
-        Probe.seen.append((type(case), hasattr(case, "causes"), type(scorer.case), hasattr(scorer.case, "causes")))
+        if hasattr(case, "causes") or hasattr(scorer, "model"):
+            raise AssertionError("the ground truth or the model leaked")
         if case.id == self.params["explode"]:
             raise RuntimeError("boom")
         if case.id == self.params["nan"]:
             return Attribution(np.full(case.length, np.nan))
-        scores = np.zeros(case.length)
-        scores[list(case.editable)] = rng.random(len(case.editable))
-        return Attribution(scores)
+        scorer.target_logprob(scorer.prompt[None])
+        return Attribution(masked_scores(rng.random(case.length), case))
 """
-)
 
 
-@needs_single
-def test_misbehaving_method_fails_only_its_cases_and_sees_only_public_cases(tmp_path):
-    hyper = {"explode": "single-0001", "nan": "single-0002"}
-    sub = load_submission(write_submission(tmp_path / "probe", PROBE, hyperparameters=hyper))
-    [summary] = run_submission(sub, tasks=["single"], budgets=[64], limit=4, device="cpu", progress=False)
-    assert summary["ok"] == 2 and summary["failed"] == 2
-    assert "RuntimeError: boom" in summary["failures"]["single-0001"]
-    assert "NaN" in summary["failures"]["single-0002"]
-    assert sub.method_cls.seen == [(PublicCase, False, PublicCase, False)] * 4
-    report = verify_submission(sub, sample=4, device="cpu")  # failed cases re-run to the same failure
-    assert report.passed and report.cases_rerun == 4, report.mismatches
+def test_a_misbehaving_method_fails_only_its_cases(tasks_root, tmp_path):
+    ids = [f"short-tiny-short-test-{i:04d}" for i in range(4)]
+    folder = write_submission(tmp_path / "probe", PROBE, hyperparameters={"explode": ids[1], "nan": ids[2]})
+    result = submit(folder, tasks_root, SHORT)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(stem(folder).with_suffix(".json").read_text())
+    assert (summary["ok"], summary["failed"]) == (2, 2) and set(summary["failures"]) == {ids[1], ids[2]}
+    assert summary["failures"][ids[1]] == "RuntimeError: boom"
+    assert "NaN" in summary["failures"][ids[2]]
+    report = verify(load_submission(folder), sample=4)  # the failed cases re-run to the same failures
+    assert report.passed and report.rerun == 4, report.mismatches
 
 
-@needs_single
-def test_resuming_under_other_parameters_is_refused(submitted, tmp_path):
-    folder = Path(shutil.copytree(submitted, tmp_path / "occlusion-pairs"))
+def test_resuming_under_other_hyperparameters_is_refused(submitted, tasks_root, tmp_path):
+    folder = copy_of(submitted, tmp_path)
+    before = results_hashes(folder)
     edit_spec(folder, lambda s: s.update(hyperparameters={"top_pairs": 3}))
-    result = invoke("submit", str(folder), *SUBMIT_ARGS)
-    assert result.exit_code == 1 and "params: differ from this run" in result.output, result.output
+    result = submit(folder, tasks_root, SHORT)
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert "computed under another configuration (params: {'top_pairs': 8} -> {'top_pairs': 3})" in result.output
+    assert results_hashes(folder) == before
+
+
+def test_a_missing_slug_or_an_unloadable_method_is_a_clear_error(tasks_root, tmp_path):
+    missing = invoke("verify", "no-such-submission")
+    assert missing.exit_code == 1 and "no submission folder" in missing.output, missing.output
+    assert "Traceback" not in missing.output and "no-such-submission" in missing.output
+    folder = write_submission(tmp_path / "broken", "def broken(:\n    pass\n")
+    limited = invoke("submit", str(folder), "--task", str(tasks_root / SHORT), "--limit", "2")
+    assert limited.exit_code == 2 and "drop --limit" in limited.output
+    result = submit(folder, tasks_root, SHORT)
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert f"{folder / 'method.py'}: the method could not be loaded: SyntaxError" in result.output
+    assert not (folder / "results").exists()  # nothing recorded, so fixing the code and submitting again re-runs

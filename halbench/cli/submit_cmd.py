@@ -38,11 +38,27 @@ def submit(path, tasks, all_, split, limit, budgets, device, seed, executor, wor
     if limit is not None:
         raise click.UsageError("a submission covers whole splits (the board ranks complete entries only); drop --limit")
     jobs = submission_jobs(sub, budgets or BUDGETS)
+    _check_loads(sub, jobs[0], trust)
     summaries = run_jobs(instances, jobs, split, None, seed, sub.results, device, executor, workers, address, progress,
                          trust=trust)  # fmt: skip
     click.echo(table(HEADERS, [summary_row(s) for s in summaries]))
     click.echo(f"results: {sub.results}")
     click.echo(f"next: halbench verify {sub.slug}")
+
+
+def _check_loads(sub, job, trust: bool) -> None:
+    """Load ``method.py`` in its sandbox before any case: a method that cannot load is one clear error, not a
+    complete set of failed records (which a later run, after the fix, would resume rather than re-run)."""
+    from halbench.isolation.method import IsolationError
+    from halbench.sweep import build_method
+
+    try:
+        method = build_method(job, trust)  # the sweep's own instance: an in-process sweep reuses its worker
+        method._ensure_worker()
+    except IsolationError as exc:
+        raise click.ClickException(f"{sub.method_file}: {exc}") from None
+    except RuntimeError as exc:  # no usable sandbox and not --trust
+        raise click.ClickException(str(exc)) from None
 
 
 @click.command("verify")

@@ -31,7 +31,8 @@ from halbench import __version__
 from halbench.atomic import atomic_write_json, sha256_file
 from halbench.metrics import localization_metrics
 from halbench.metrics.faithfulness import case_draws, faithfulness_metrics
-from halbench.records import RecordError, read_records
+from halbench.records import LOCK_FILE, RecordError, read_records
+from halbench.results import SUMMARY
 from halbench.runner import EvalConfig, aggregate, score_case
 from halbench.submissions.loader import RESULTS_DIR, Submission
 from halbench.tasks.artifacts import ManifestError
@@ -78,11 +79,12 @@ class VerificationReport:
 
 
 def results_hashes(folder: Path) -> dict[str, str]:
-    """sha256 of every file under ``folder/results``, by path relative to it."""
+    """sha256 of every file under ``folder/results`` but the sweep's lock file, by path relative to it."""
     root = Path(folder) / RESULTS_DIR
     if not root.is_dir():
         return {}
-    return {p.relative_to(root).as_posix(): sha256_file(p) for p in sorted(root.rglob("*")) if p.is_file()}
+    files = (p for p in sorted(root.rglob("*")) if p.is_file() and p.relative_to(root).as_posix() != LOCK_FILE)
+    return {p.relative_to(root).as_posix(): sha256_file(p) for p in files}
 
 
 def verification_status(sub: Submission, records_dir: Path = RECORDS_DIR) -> str:
@@ -120,6 +122,8 @@ def verify_submission(
     mismatches = _layout_problems(sub, files)
     checked, bundles = [], _Bundles(device)
     for path in sorted(sub.results.glob(f"*/*/{sub.slug}/budget-*.json")):
+        if not SUMMARY.match(path.name):  # budget-<B>.config.json is the sweep's resume key, not a summary
+            continue
         item = _read(sub, path, mismatches)
         if item is not None:
             checked.append(item)

@@ -14,7 +14,9 @@ further) keep their LOO score, since any unrelated partner has excess near 0.
 Budget: 1 + L rows for LOO (one refill per editable position, in one call),
 then m(m-1)/2 rows for pairs (m the largest that fits, at most ``top_pairs``),
 in a second call. A pair reuses the two refill tokens of its LOO rows, so the
-excess measures the interaction rather than the noise of fresh draws.
+excess measures the interaction rather than the noise of fresh draws. When the
+budget is below 1 + L, the editable positions are cut into as many contiguous
+blocks as fit (one row each) and a block's drop goes to every position in it.
 """
 
 from __future__ import annotations
@@ -39,38 +41,41 @@ class OcclusionPairs(Method):
     defaults: ClassVar[dict[str, Any]] = {"replacement": None, "top_pairs": 8}
 
     def attribute(self, case: PublicCase, scorer: Scorer, rng: np.random.Generator) -> Attribution:
-        positions = np.asarray(case.editable, dtype=np.int64)
-        loo_rows = self._loo_rows(case, scorer, rng, positions)
+        editable = np.asarray(case.editable, dtype=np.int64)
+        blocks = np.array_split(editable, max(1, scorer.rows_left(1 + len(editable)) - 1))
+        loo_rows = self._loo_rows(case, scorer, rng, blocks)
         logprobs = scorer.target_logprob(loo_rows)  # row 0 is the unchanged prompt
         base, singles = logprobs[0], logprobs[0] - logprobs[1:]
-        interaction, m = self._interactions(scorer, base, singles, positions, loo_rows[1:])
+        interaction, m = self._interactions(scorer, base, singles, blocks, loo_rows[1:])
         scores = np.zeros(case.length)
-        scores[positions] = singles + interaction
-        return Attribution(masked_scores(scores, case), extras={"pair_positions": m})
+        for block, value in zip(blocks, singles + interaction, strict=True):
+            scores[block] = value
+        return Attribution(masked_scores(scores, case), extras={"pair_positions": m, "blocks": len(blocks)})
 
     def _loo_rows(
-        self, case: PublicCase, scorer: Scorer, rng: np.random.Generator, positions: np.ndarray
+        self, case: PublicCase, scorer: Scorer, rng: np.random.Generator, blocks: list[np.ndarray]
     ) -> np.ndarray:
-        """The prompt, then one row per editable position with that position refilled (as ``occlusion`` draws)."""
-        mask = np.zeros((1 + len(positions), case.length), dtype=bool)
-        mask[np.arange(1, 1 + len(positions)), positions] = True
+        """The prompt, then one row per block with that block refilled (as ``occlusion`` draws)."""
+        mask = np.zeros((1 + len(blocks), case.length), dtype=bool)
+        for b, block in enumerate(blocks):
+            mask[1 + b, block] = True
         return scorer.replacements.sample(rng, scorer.prompt, mask, self.params["replacement"])
 
     def _interactions(
-        self, scorer: Scorer, base: float, singles: np.ndarray, positions: np.ndarray, loo_rows: np.ndarray
+        self, scorer: Scorer, base: float, singles: np.ndarray, blocks: list[np.ndarray], loo_rows: np.ndarray
     ) -> tuple[np.ndarray, int]:
-        """Per position, max(0, max over partners of pair drop - both single drops); zero outside the top m."""
+        """Per block, max(0, max over partners of pair drop - both single drops); zero outside the top m."""
         cap = int(self.params["top_pairs"])
-        m = _pairs_that_fit(scorer.rows_left(cap * (cap - 1) // 2), min(cap, len(positions)))
-        interaction = np.zeros(len(positions))
+        m = _pairs_that_fit(scorer.rows_left(cap * (cap - 1) // 2), min(cap, len(blocks)))
+        interaction = np.zeros(len(blocks))
         if m < 2:
             return interaction, 0
         top = np.argsort(-singles, kind="stable")[:m]
         pairs = list(combinations(top.tolist(), 2))
         rows = np.broadcast_to(scorer.prompt, (len(pairs), len(scorer.prompt))).copy()
         for r, (i, j) in enumerate(pairs):
-            rows[r, positions[i]] = loo_rows[i, positions[i]]
-            rows[r, positions[j]] = loo_rows[j, positions[j]]
+            rows[r, blocks[i]] = loo_rows[i, blocks[i]]
+            rows[r, blocks[j]] = loo_rows[j, blocks[j]]
         excess = (base - scorer.target_logprob(rows)) - singles[[i for i, _ in pairs]] - singles[[j for _, j in pairs]]
         for (i, j), value in zip(pairs, excess, strict=True):
             interaction[i] = max(interaction[i], value)
