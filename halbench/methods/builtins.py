@@ -6,6 +6,7 @@ from halbench.methods import (  # noqa: F401
     occlusion,
     probes,
     random_baseline,
+    reagent,
     sat,
     surrogates,
 )

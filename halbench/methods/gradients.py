@@ -9,6 +9,8 @@ Scorer (a row with its backward costs three).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -24,6 +26,24 @@ ROW_COST = 3  # one forward row and one backward row (two)
 
 def _forward(scorer: Scorer):
     return lambda embeds: scorer.target_logprob_from_embeddings(embeds)
+
+
+@contextlib.contextmanager
+def _global_rngs(seed: int) -> Iterator[None]:
+    """Seed the global RNGs captum's GradientShap draws from, restoring them afterwards.
+
+    captum draws GradientSHAP's baselines (``np.random.choice``) and interpolation points
+    (``np.random.uniform``) from numpy's global generator and its input noise from torch's: seeding torch
+    alone leaves the scores to whatever ran before, so the same case and seed gave different numbers.
+    """
+    state = np.random.get_state()
+    np.random.seed(seed)  # captum reads the legacy global generator
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            yield
+    finally:
+        np.random.set_state(state)
 
 
 def _per_position(attr: torch.Tensor, reduce: str) -> np.ndarray:
@@ -105,15 +125,15 @@ class GradientShapMethod(Method):
         mask[:, list(case.editable)] = True
         baseline_ids = scorer.replacements.sample(rng, scorer.prompt, mask, self.params["replacement"])
         baselines = scorer.input_embeddings(baseline_ids)
-        torch.manual_seed(int(rng.integers(2**31)))  # captum draws baselines and interpolation points from torch
-        scores = _scores(
-            case,
-            scorer,
-            GradientShap,
-            "sum",
-            scorer.input_embeddings(),
-            baselines=baselines,
-            n_samples=samples,
-            stdevs=float(self.params["stdev"]),
-        )
+        with _global_rngs(int(rng.integers(2**31))):
+            scores = _scores(
+                case,
+                scorer,
+                GradientShap,
+                "sum",
+                scorer.input_embeddings(),
+                baselines=baselines,
+                n_samples=samples,
+                stdevs=float(self.params["stdev"]),
+            )
         return Attribution(scores, extras={"samples": samples})
