@@ -26,8 +26,8 @@ demo: install
 	$(RUN) $(BIN)/halbench tasks show natural -n 1 --model natural-gpt2-a
 	$(RUN) $(PY) scripts/demo_trace.py --out $(DEMO)/trace.html
 	$(RUN) $(BIN)/halbench eval --method sat --method occlusion --method random --task natural/natural-gpt2-a \
-		--budget 64 --limit 12 --out $(DEMO)/results
-	$(RUN) $(BIN)/halbench site build --extra-results $(DEMO)/results --out $(DEMO)/site
+		--budget 64 --limit 12 --no-progress --out $(DEMO)/root/results
+	$(RUN) $(BIN)/halbench site build --root $(DEMO)/root --tasks tasks --out $(DEMO)/site
 
 test: install
 	$(BIN)/ruff check halbench tests scripts benchmarks

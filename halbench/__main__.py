@@ -1,0 +1,5 @@
+"""``python -m halbench``: the same as the ``halbench`` command."""
+
+from halbench.cli import main
+
+main()

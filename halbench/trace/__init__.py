@@ -1,0 +1,1 @@
+"""``halbench trace``: one hallucination of one model, attributed and checked for reproducibility."""
