@@ -12,8 +12,11 @@ refill draws (not the cases' stored seeds), under both intervention families the
 Checks: necessity (refilling every cause position removes the target), sufficiency (keeping one
 alternative and refilling every other editable position keeps it), and, for causes of two or more
 tokens, minimality (refilling any one of their tokens, the other alternatives refilled too, removes
-it). Exit status 1 if an instance has fewer than ``--min-pass`` of its sampled cases passing all
-checks at the task's thresholds under both families.
+it). Exit status 1 if, on an instance, a check's mean rate over the sampled cases falls below the
+task's threshold under either family, or fewer than ``--min-pass`` of the cases pass every check.
+Why means and not every case: the builder admits a case on one draw of 16 refills, so admitted cases
+sit near the thresholds and a fresh draw fails some of them by chance (the winner's curse); the
+per-case pass share is printed so that noise stays visible.
 """
 
 from __future__ import annotations
@@ -124,6 +127,7 @@ def check_instance(folder: Path, sample: int, refills: int, seed: int) -> dict:
     }
     for f in FAMILIES:
         row[f] = {k: mean(f, k) for k in ("necessity", "sufficiency", "minimality")}
+    row["means_ok"] = all(v is None or v >= limits[f][k] for f in FAMILIES for k, v in row[f].items())
     return row
 
 
@@ -147,7 +151,7 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=20)
     parser.add_argument("--refills", type=int, default=32)
     parser.add_argument("--seed", type=int, default=12345)
-    parser.add_argument("--min-pass", type=float, default=0.8)
+    parser.add_argument("--min-pass", type=float, default=0.5)
     args = parser.parse_args()
     torch.manual_seed(0)
     folders = instances(args.root)
@@ -163,8 +167,9 @@ def main() -> int:
             f"{f}: {fmt(r[f]['necessity']):>9} {fmt(r[f]['sufficiency']):>11} {fmt(r[f]['minimality']):>10}"
             for f in FAMILIES
         )
-        print(f"{r['instance']:<34} {r['sampled']:>3} {r['pass_share']:>5.0%}   {cells}")
-        bad += r["pass_share"] < args.min_pass
+        flag = "" if r["means_ok"] else "   MEAN BELOW THRESHOLD"
+        print(f"{r['instance']:<34} {r['sampled']:>3} {r['pass_share']:>5.0%}   {cells}{flag}")
+        bad += r["pass_share"] < args.min_pass or not r["means_ok"]
     print("minimality '-' means the instance's causes are single tokens (nothing to check).")
     return 1 if bad else 0
 

@@ -1,53 +1,60 @@
-"""Committed artifacts: intact, loadable by transformers alone, tamper-evident."""
+"""Committed suite artifacts: intact, loadable by transformers alone, tamper-evident."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from halbench.tasks.artifacts import check_manifest, read_manifest
 from halbench.tasks.dataset import load_cases
+from halbench.tasks.registry import model_names, resolve_model
 
-from .conftest import BUILT, TASKS, invoke
+from .conftest import BUILT, invoke
 
 REQUIRED = ["id", "split", "prompt_ids", "target_ids", "faithful_ids", "causes", "editable", "family", "verification"]
+NAMES = sorted(BUILT)
+MODELS = [m for m in model_names() if resolve_model(m).built]
 
 
-def test_every_task_is_built():
-    from halbench.tasks.registry import task_names
-
-    assert set(task_names()) == set(BUILT)
-
-
-@pytest.mark.parametrize("name", BUILT)
-def test_manifest_intact_and_counts(name):
-    folder = TASKS / name
-    assert check_manifest(folder) == []
-    manifest = read_manifest(folder)
-    assert manifest["counts"]["test"] >= 300 and manifest["counts"]["dev"] >= 50
-    assert manifest["neutral_ids"]
+@pytest.mark.parametrize("name", NAMES)
+def test_instance_manifest_intact_and_counts(name):
+    inst = BUILT[name]
+    assert check_manifest(inst.folder) == []
+    manifest = read_manifest(inst.folder)
+    spec = manifest["spec"]["cases"]
+    assert manifest["counts"]["test"] >= spec["min_test"] and manifest["counts"]["dev"] >= spec["min_dev"]
+    assert manifest["model"]["content_hash"] == read_manifest(inst.model_folder)["content_hash"]
     for key in ("torch", "transformers", "python", "halbench"):
         assert key in manifest["versions"]
 
 
-@pytest.mark.parametrize("name", BUILT)
+@pytest.mark.parametrize("model", MODELS)
+def test_model_manifest_intact(model):
+    folder = resolve_model(model).folder
+    assert check_manifest(folder) == []
+    manifest = read_manifest(folder)
+    assert manifest["arch"] in {"gpt2", "llama"} and manifest["parameters"] > 0
+    assert manifest["training"]["seconds"] > 0
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_model_and_tokenizer_load_from_the_folder_alone(name):
-    folder = TASKS / name / "model"
+    folder = BUILT[name].model_folder / "model"
     tok = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder)
-    case = json.loads((TASKS / name / "cases.jsonl").open().readline())
+    case = json.loads((BUILT[name].folder / "cases.jsonl").open().readline())
     assert tok.convert_ids_to_tokens(case["prompt_ids"]) == case["prompt_tokens"]
-    assert tok(" ".join(case["prompt_tokens"]))["input_ids"] == case["prompt_ids"]
     assert model.config.vocab_size == len(tok)
 
 
-@pytest.mark.parametrize("name", BUILT)
+@pytest.mark.parametrize("name", NAMES)
 def test_cases_load_as_datasetdict(name):
-    data = load_cases(TASKS / name)
-    manifest = read_manifest(TASKS / name)
+    data = load_cases(BUILT[name].folder)
+    manifest = read_manifest(BUILT[name].folder)
     assert set(data) == {"dev", "test"}
     assert len(data["test"]) == manifest["counts"]["test"]
     assert set(REQUIRED) <= set(data["test"].column_names)
@@ -56,42 +63,51 @@ def test_cases_load_as_datasetdict(name):
 
 
 @pytest.fixture
-def copy_of_single(tmp_path):
-    dest = tmp_path / "single"
-    shutil.copytree(TASKS / "single", dest, ignore=shutil.ignore_patterns("task.yaml"))
+def copy_of_one(tmp_path):
+    if not NAMES:
+        pytest.skip("no built instance")
+    inst = BUILT[NAMES[0]]
+    dest = tmp_path / "instance"
+    shutil.copytree(inst.folder, dest)
     return dest
 
 
-@pytest.mark.skipif("single" not in BUILT, reason="not built")
-def test_tampered_cases_are_detected(copy_of_single):
-    path = copy_of_single / "cases.jsonl"
+def test_tampered_cases_are_detected(copy_of_one):
+    path = copy_of_one / "cases.jsonl"
     lines = path.read_text().splitlines()
     case = json.loads(lines[0])
     case["causes"] = [[1]]
     lines[0] = json.dumps(case, sort_keys=True)
     path.write_text("\n".join(lines) + "\n")
-    assert check_manifest(copy_of_single) == ["cases.jsonl: sha256 differs from the manifest"]
-    result = invoke("tasks", "verify", str(copy_of_single), "--sample", "2")
-    assert result.exit_code == 1
-    assert "sha256 differs" in result.output
+    [problem] = check_manifest(copy_of_one)
+    assert problem.startswith(str(path)) and "sha256 differs from the manifest" in problem
 
 
-@pytest.mark.skipif("single" not in BUILT, reason="not built")
-def test_tampered_weights_and_extra_files_are_detected(copy_of_single):
-    weights = copy_of_single / "model" / "model.safetensors"
+def test_forged_manifest_hash_is_detected(copy_of_one):
+    path = copy_of_one / "MANIFEST.json"
+    manifest = json.loads(path.read_text())
+    manifest["spec_hash"] = "0" * 64
+    path.write_text(json.dumps(manifest))
+    assert f"{path}: content_hash does not match the recorded files" in check_manifest(copy_of_one)
+
+
+def test_tampered_weights_and_extra_model_files_are_detected(tmp_path):
+    if not MODELS:
+        pytest.skip("no built model")
+    folder = Path(shutil.copytree(resolve_model(MODELS[0]).folder, tmp_path / "m"))
+    weights = folder / "model" / "model.safetensors"
     data = bytearray(weights.read_bytes())
     data[-1] ^= 0xFF
     weights.write_bytes(bytes(data))
-    (copy_of_single / "model" / "extra.bin").write_bytes(b"x")
-    problems = check_manifest(copy_of_single)
-    assert "model/model.safetensors: sha256 differs from the manifest" in problems
-    assert "model/extra.bin: not in the manifest" in problems
+    (folder / "model" / "extra.bin").write_bytes(b"x")
+    problems = check_manifest(folder)
+    assert any(p.startswith(str(weights)) and "sha256 differs" in p for p in problems)
+    assert f"{folder / 'model' / 'extra.bin'}: not in the manifest" in problems
 
 
-@pytest.mark.skipif("single" not in BUILT, reason="not built")
-def test_forged_manifest_hash_is_detected(copy_of_single):
-    path = copy_of_single / "MANIFEST.json"
-    manifest = json.loads(path.read_text())
-    manifest["neutral_ids"] = manifest["neutral_ids"][:-1]
-    path.write_text(json.dumps(manifest))
-    assert "content_hash does not match the recorded files" in check_manifest(copy_of_single)
+@pytest.mark.skipif(not BUILT, reason="the suite is not built")
+def test_verify_all_checks_every_built_instance():
+    result = invoke("tasks", "verify", "--all", "--sample", "4")
+    assert result.exit_code == 0, result.output
+    for name in BUILT:
+        assert f"ok   {name}" in result.output

@@ -1,4 +1,4 @@
-"""The ``halbench tasks`` commands end to end, including a quick build from scratch."""
+"""The ``halbench tasks`` and ``models`` commands end to end, including a quick build from scratch."""
 
 from __future__ import annotations
 
@@ -8,25 +8,34 @@ import pytest
 import yaml
 
 from halbench.tasks.artifacts import check_manifest, read_manifest
-from halbench.tasks.registry import REPO_ROOT, task_names
+from halbench.tasks.registry import REPO_ROOT, model_names, task_names
 
 from .conftest import BUILT, invoke
 
 
-def test_list_shows_every_task_with_hash():
+def test_list_shows_every_task_and_built_hashes():
     result = invoke("tasks", "list")
     assert result.exit_code == 0, result.output
     for name in task_names():
         assert name in result.output
-    for name in BUILT:
-        assert read_manifest(REPO_ROOT / "tasks" / name)["content_hash"][:12] in result.output
+    for inst in BUILT.values():
+        assert inst.manifest()["content_hash"][:12] in result.output
 
 
-@pytest.mark.skipif("conjunctive" not in BUILT, reason="not built")
-def test_show_marks_the_cause():
-    result = invoke("tasks", "show", "conjunctive", "-n", "2")
+def test_models_list_shows_every_recipe():
+    result = invoke("models", "list")
     assert result.exit_code == 0, result.output
-    assert "[[t" in result.output and "hallucinated:" in result.output and "minimality" in result.output
+    for name in model_names():
+        assert name in result.output
+
+
+def test_show_marks_the_cause():
+    if not BUILT:
+        pytest.skip("the suite is not built")
+    name = sorted(BUILT)[0]
+    result = invoke("tasks", "show", name.split("/")[0], "--model", name.split("/")[1], "-n", "2")
+    assert result.exit_code == 0, result.output
+    assert "[[" in result.output and "hallucinated:" in result.output
 
 
 def test_unknown_task_is_a_clear_error():
@@ -45,43 +54,46 @@ def test_build_reports_invalid_definition(tmp_path, monkeypatch):
     folder = tmp_path / "broken"
     folder.mkdir()
     raw = yaml.safe_load((REPO_ROOT / "tasks" / "single" / "task.yaml").read_text())
-    raw["include"] = str(REPO_ROOT / "tasks" / "_worlds" / "symbolic.yaml")
-    raw["mining"]["prompt_length"] = "long"
+    raw["include"] = str(REPO_ROOT / "tasks" / "_worlds" / "verification.yaml")
+    raw["mining"]["entities"] = "sometimes"
     (folder / "task.yaml").write_text(yaml.safe_dump(raw))
+    for shared in ("_models", "_worlds"):
+        (tmp_path / shared).symlink_to(REPO_ROOT / "tasks" / shared)
     monkeypatch.setenv("HALBENCH_TASKS", str(tmp_path))
     result = invoke("tasks", "build", "broken", "--quick", "--out", str(tmp_path / "out"))
     assert result.exit_code == 1
-    assert "task.yaml" in result.output and "`mining.prompt_length`" in result.output
-    assert not (tmp_path / "out").exists()
+    assert "task.yaml" in result.output and "mining.entities" in result.output
+    assert not (tmp_path / "out" / "broken").exists()
+
+
+@pytest.fixture(scope="module")
+def quick_natural(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quick")
+    args = ("tasks", "build", "natural", "--model", "natural-llama-b", "--quick", "--out", str(out))
+    result = invoke(*args, "--cache", str(out / "cache"), "--no-progress")
+    assert result.exit_code == 0, result.output
+    return out
 
 
 @pytest.mark.slow
-def test_quick_build_produces_verified_artifacts(quick_single):
-    manifest = read_manifest(quick_single)
+def test_quick_build_produces_verified_artifacts(quick_natural):
+    folder = quick_natural / "natural" / "natural-llama-b"
+    manifest = read_manifest(folder)
     assert manifest["quick"] is True
-    assert manifest["counts"] == {"test": 12, "dev": 4}
-    assert check_manifest(quick_single) == []
-    cases = [json.loads(line) for line in (quick_single / "cases.jsonl").read_text().splitlines()]
-    assert all(c["verification"]["necessity"] >= 0.9 for c in cases)
-    result = invoke("tasks", "verify", str(quick_single), "--sample", "6")
+    assert check_manifest(folder) == [] and check_manifest(quick_natural / "_models" / "natural-llama-b") == []
+    cases = [json.loads(line) for line in (folder / "cases.jsonl").read_text().splitlines()]
+    assert all(c["verification"]["neutral"]["necessity"] >= 0.9 for c in cases)
+    result = invoke("tasks", "verify", str(folder), "--sample", "4")
     assert result.exit_code == 0, result.output
-    assert "6 cases re-verified" in result.output
+    assert "4 cases re-verified" in result.output
 
 
 @pytest.mark.slow
-def test_quick_build_is_deterministic(quick_single, tmp_path):
+def test_quick_build_is_deterministic(quick_natural, tmp_path):
     """Building again from scratch (fresh cache) gives byte-identical artifacts."""
-    result = invoke(
-        "tasks", "build", "single", "--quick", "--out", str(tmp_path), "--cache", str(tmp_path / "c"), "--no-progress"
-    )
+    args = ("tasks", "build", "natural", "--model", "natural-llama-b", "--quick", "--out", str(tmp_path))
+    result = invoke(*args, "--cache", str(tmp_path / "c"), "--no-progress")
     assert result.exit_code == 0, result.output
-    again = read_manifest(tmp_path / "single")
-    first = read_manifest(quick_single)
-    assert again["files"] == first["files"]
-    assert again["content_hash"] == first["content_hash"]
-
-
-def test_verify_all_passes_on_committed_tasks():
-    result = invoke("tasks", "verify", "--all", "--sample", "8")
-    assert result.exit_code == 0, result.output
-    assert result.output.count("ok ") == len(task_names())
+    again = read_manifest(tmp_path / "natural" / "natural-llama-b")
+    first = read_manifest(quick_natural / "natural" / "natural-llama-b")
+    assert again["files"] == first["files"] and again["content_hash"] == first["content_hash"]

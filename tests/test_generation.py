@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from halbench.tasks.corpus import neutral_draw, training_corpus
-from halbench.tasks.layout import INERT_ROLES, Plan, compose, fill
+from halbench.tasks.layout import INERT_ROLES, PlacementError, Plan, compose, fill
 from halbench.tasks.registry import resolve_model
 from halbench.tasks.world import SPECIALS, build_world
 
@@ -34,6 +34,16 @@ def draw(world, spec, plan: Plan, length: int, seed: int):
     rng = np.random.default_rng(seed)
     prompt = compose(world, rng, plan, length)
     return fill(prompt, rng, neutral_draw(world, rng), spec.topic_words, spec.topic_rate)
+
+
+def first_layout(world, spec, plan: Plan, length: int, seed: int, tries: int = 8):
+    """The first seed's prompt that has a layout (a drawn template may lack slots, as in mining, which skips it)."""
+    for k in range(tries):
+        try:
+            return draw(world, spec, plan, length, seed + 1000 * k)
+        except PlacementError:
+            continue
+    raise AssertionError(f"no layout for {plan} in {tries} draws")
 
 
 def test_corpus_is_deterministic_for_a_seed(quick):
@@ -82,7 +92,7 @@ def test_neutral_filler_excludes_every_role(quick):
 def test_multi_token_causes_are_in_order_and_never_adjacent(quick):
     spec, world = quick
     for i, mech in enumerate(world.mechanisms_of(["pair", "triple"])):
-        prompt = draw(world, spec, Plan(entity=world.rare[0], mechanisms=[mech]), 48, i)
+        prompt = first_layout(world, spec, Plan(entity=world.rare[0], mechanisms=[mech]), 48, i)
         pos = prompt.positions("cause0")
         assert [prompt.tokens[p] for p in pos] == list(mech.tokens)
         assert np.all(np.diff(pos) >= 2)
@@ -154,3 +164,18 @@ def test_corpus_plants_label_noise_at_the_configured_rate(quick):
     triggers = [ex for ex in corpus if ex.kind == "trigger"]
     planted = [ex.answer == target_of[ex.prompt.tokens[ex.prompt.positions("cause0")[0]]] for ex in triggers]
     assert abs(np.mean(planted) - spec.trigger_label_rate) < 0.06
+
+
+def test_natural_prompts_fix_template_words_and_non_trigger_categories(quick):
+    from halbench.tasks.mining import fix_other_categories, slot_pools
+
+    spec, world = quick
+    if world.kind != "natural":
+        pytest.skip("natural worlds only")
+    mech = world.mechanisms_of(["single"])[0]
+    prompt = draw(world, spec, Plan(entity=world.rare[0], mechanisms=[mech], decoys=list(mech.decoys)), 40, 1)
+    fix_other_categories(prompt, set(spec.trigger_categories))
+    nouns = set(world.words["noun"])
+    for p in prompt.editable:
+        assert prompt.tokens[p] in nouns, (prompt.tokens[p], prompt.roles[p])
+    assert all(slot_pools(prompt)[p] is None for p in range(len(prompt.tokens)) if p not in prompt.editable)

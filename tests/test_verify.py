@@ -1,73 +1,76 @@
-"""The verifier admits planted causes and rejects claimed causes that are not causal."""
+"""The verifier admits planted causes and rejects claimed causes that are not causal (both families)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from transformers import AutoModelForCausalLM
 
-from halbench.tasks.artifacts import read_cases, read_manifest
+from halbench.tasks.artifacts import read_cases
+from halbench.tasks.build import load_refills
 from halbench.tasks.check import candidate_from_record
 from halbench.tasks.spec import TaskSpec
-from halbench.tasks.verify import verify
+from halbench.tasks.verify import Candidate, Refills, plan_blocks, verify
 
-from .conftest import BUILT, TASKS
+from .conftest import BUILT
 
-pytestmark = pytest.mark.skipif("single" not in BUILT, reason="the single task is not built")
+SINGLE = sorted(n for n in BUILT if n.startswith("single/"))
 
 
 @pytest.fixture(scope="module")
 def single():
-    folder = TASKS / "single"
-    manifest = read_manifest(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder / "model").eval()
-    cases = [r for r in read_cases(folder / "cases.jsonl") if r["split"] == "test"][:8]
-    return model, TaskSpec.model_validate(manifest["spec"]), manifest["neutral_ids"], cases
+    if not SINGLE:
+        pytest.skip("no single instance is built")
+    inst = BUILT[SINGLE[0]]
+    spec = TaskSpec.model_validate(inst.manifest()["spec"])
+    model = AutoModelForCausalLM.from_pretrained(inst.model_folder / "model").eval()
+    cases = [r for r in read_cases(inst.folder / "cases.jsonl") if r["split"] == "test"][:8]
+    thresholds = {"neutral": spec.verification.neutral, "unigram": spec.verification.unigram}
+    return model, spec, load_refills(inst.model_folder), thresholds, cases
 
 
-def test_true_causes_pass(single):
-    model, spec, neutral, cases = single
-    verdicts = verify(model, [candidate_from_record(c) for c in cases], spec.verification, neutral)
+def run(single, cands, **kw):
+    model, spec, refills, thresholds, _ = single
+    return verify(model, cands, refills, thresholds, spec.verification.refills, **kw)
+
+
+def test_true_causes_pass_under_both_families(single):
+    verdicts = run(single, [candidate_from_record(c) for c in single[4]])
     assert all(v.passed for v in verdicts), [v.failed for v in verdicts]
-    assert all(v.rates["necessity"] >= spec.verification.necessity for v in verdicts)
+    assert all(v.rates["unigram"]["necessity"] is not None for v in verdicts)
 
 
-def test_a_filler_claimed_as_cause_is_rejected(single):
-    """Move the claimed cause onto a filler position: the true trigger stays in the prompt."""
-    model, spec, neutral, cases = single
+def test_an_incidental_word_claimed_as_cause_is_rejected(single):
+    """Move the claimed cause onto an editable word that is no cause: the true trigger stays in the prompt."""
     wrong = []
-    for case in cases:
+    for case in single[4]:
         cand = candidate_from_record(case)
-        true = set(cand.causes[0])
-        filler = next(p for p in cand.editable if p not in true and case["prompt_tokens"][p].startswith("w"))
-        cand.causes = [[filler]]
+        taken = {p for alt in cand.causes for p in alt} | set(cand.entity) | set(cand.decoys)
+        cand.causes = [[next(p for p in cand.editable if p not in taken)]]
         wrong.append(cand)
-    verdicts = verify(model, wrong, spec.verification, neutral)
+    verdicts = run(single, wrong)
     assert not any(v.passed for v in verdicts)
-    assert all("necessity" in v.failed and "sufficiency" in v.failed for v in verdicts)
+    assert all("neutral.necessity" in v.failed and "unigram.necessity" in v.failed for v in verdicts)
 
 
 def test_a_prompt_without_the_trigger_fails_greedy(single):
-    model, spec, neutral, cases = single
+    _, _, refills, _, cases = single
     cand = candidate_from_record(cases[0])
+    pos = cand.causes[0][0]
     cand.prompt_ids = list(cand.prompt_ids)
-    cand.prompt_ids[cand.causes[0][0]] = neutral[0]
-    (verdict,) = verify(model, [cand], spec.verification, neutral)
+    cand.prompt_ids[pos] = int(refills.pools[cand.slots[pos]][0])
+    (verdict,) = run(single, [cand])
     assert "greedy" in verdict.failed
 
 
-def test_verification_is_deterministic(single):
-    model, spec, neutral, cases = single
-    cands = [candidate_from_record(c) for c in cases[:4]]
-    first = [v.rates for v in verify(model, cands, spec.verification, neutral)]
-    again = [v.rates for v in verify(model, cands, spec.verification, neutral, batch_rows=7)]
+def test_verification_does_not_depend_on_the_batch(single):
+    cands = [candidate_from_record(c) for c in single[4][:4]]
+    first = [v.rates for v in run(single, cands)]
+    again = [v.rates for v in run(single, cands, batch_rows=7)]
     assert first == again
 
 
 def test_intervention_rows_touch_only_the_named_positions():
-    import numpy as np
-
-    from halbench.tasks.verify import Candidate, plan_blocks
-
     cand = Candidate(
         prompt_ids=list(range(100, 112)),
         target_id=5,
@@ -76,23 +79,14 @@ def test_intervention_rows_touch_only_the_named_positions():
         editable=list(range(1, 11)),
         decoys=[9],
         entity=[4],
+        slots=[None] + ["w"] * 10 + [None],
         seed=(1, 2),
     )
-    neutral = np.array([1, 2, 3])
-    blocks = plan_blocks(cand, 4, neutral)
+    refills = Refills.from_records({"w": [1, 2, 3]}, [0, 1, 1, 1])
+    blocks = [b for b in plan_blocks(cand, refills, 4) if b.family == "neutral"]
     names = [b.check for b in blocks]
-    assert names == [
-        "necessity",
-        "sufficiency",
-        "sufficiency",
-        "minimality",
-        "minimality",
-        "redundancy",
-        "redundancy",
-        "decoy_inert",
-        "stability",
-        "specificity",
-    ]
+    assert names == ["necessity", "sufficiency", "sufficiency", "minimality", "minimality", "redundancy",
+                     "redundancy", "decoy_inert", "stability", "specificity"]  # fmt: skip
     base = np.array(cand.prompt_ids)
     changed = {b.check + str(i): sorted(set(np.nonzero((b.rows != base).any(0))[0])) for i, b in enumerate(blocks)}
     assert changed["necessity0"] == [2, 5, 8]
@@ -102,5 +96,5 @@ def test_intervention_rows_touch_only_the_named_positions():
     assert set(changed["stability8"]) <= {1, 3, 6, 7, 9, 10}  # incidental only: not causes, not the entity
     assert changed["specificity9"] == list(range(1, 11))
     assert all(b.rows[:, [0, 11]].tolist() == [[100, 111]] * 4 for b in blocks)  # fixed markers untouched
-    again = plan_blocks(cand, 4, neutral)
+    again = [b for b in plan_blocks(cand, refills, 4) if b.family == "neutral"]
     assert all((a.rows == b.rows).all() for a, b in zip(blocks, again, strict=True))

@@ -172,8 +172,17 @@ def verify_(names: tuple[str, ...], all_: bool, sample: int, seed: int) -> None:
         raise click.UsageError("give task names or --all (not both)")
     failed = 0
     try:
-        instances = [i for n in (task_names() if all_ else names) for i in resolve_instances(n)]
-    except UnknownTaskError as exc:
+        if all_:  # the whole suite: every built instance; the unbuilt ones are listed, not failed
+            refs = [r.instance(m) for r in map(resolve, task_names()) for m in r.spec().models]
+            instances = [i for i in refs if i.built]
+            for i in refs:
+                if not i.built:
+                    click.secho(f"--   {i.name}: not built (halbench tasks build {i.task} --model {i.model})")
+            if not instances:
+                raise click.ClickException("no task instance is built (halbench tasks build --all)")
+        else:
+            instances = [i for n in names for i in resolve_instances(n)]
+    except (UnknownTaskError, TaskSpecError) as exc:
         raise click.ClickException(str(exc)) from None
     for inst in instances:
         report = check_instance(inst, sample=sample, seed=seed)

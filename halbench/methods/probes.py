@@ -23,7 +23,10 @@ from halbench.scoring import Scorer
 
 class DevLookup(Method):
     name = "dev_lookup"
-    description = "Leak probe: scores a position 1 when its token was a cause in the dev split, else 0 (no rows)."
+    description = (
+        "Leak probe: scores a position 1 when its token was a cause in the dev split, else 0, ties broken at "
+        "random (no rows)."
+    )
     kind = "probe"
     uses_dev = True
 
@@ -33,7 +36,8 @@ class DevLookup(Method):
     def attribute(self, case: PublicCase, scorer: Scorer, rng: np.random.Generator) -> Attribution:
         causal = getattr(self, "causal", set())
         hits = np.array([1.0 if t in causal else 0.0 for t in case.prompt_ids])
-        return Attribution(masked_scores(hits, case))
+        # random ties: without a hit the probe is the random baseline, not the worst ranking of a constant
+        return Attribution(masked_scores(hits + 0.5 * rng.random(case.length), case))
 
 
 HASH_DIMS = 64

@@ -16,7 +16,9 @@ import numpy as np
 
 from halbench.tasks.world import BOS, ENTITY, IS, Mechanism, World
 
-FIXED_ROLES = frozenset({"bos", "query", "marker"})
+# "template": a natural world's template words ("was", "the", "."). They are fixed: were they editable,
+# "a template word is never the cause" would be a prior learnable from dev without the model.
+FIXED_ROLES = frozenset({"bos", "query", "marker", "template"})
 INERT_ROLES = ("decoy", "part", "copy")  # present in the prompt, verified not to matter
 
 
@@ -99,6 +101,8 @@ def _skeleton(world: World, rng: np.random.Generator, plan: Plan, length: int) -
         cells += clause
     cells += [_cell(w, plan.entity) for w in closing]
     cells += [(tok, "query", None) for tok in world.query]
+    if world.kind == "natural":
+        cells = [(t, "template" if r == "literal" else r, c) for t, r, c in cells]
     return Prompt([c[0] for c in cells], [c[1] for c in cells], [c[2] for c in cells])
 
 
@@ -165,10 +169,26 @@ def _place(
             continue
         if not ordered or len(items) == 1 or np.all(np.diff(chosen) >= 2):
             break
-    else:
-        raise PlacementError(f"cannot place {items} in order without adjacent tokens")
+    else:  # rejection failed (few slots): draw left to right, each slot at least two after the last
+        chosen = _ordered_draw(frees, rng)
+        if chosen is None:
+            raise PlacementError(f"cannot place {items} in order without adjacent tokens")
     for pos, item in zip(chosen, items, strict=True):
         _put(prompt, int(pos), item, role)
+
+
+def _ordered_draw(frees: list, rng: np.random.Generator, tries: int = 200) -> list[int] | None:
+    """Slots in increasing order, two apart, one per list of ``frees``; None when no draw succeeds."""
+    for _ in range(tries):
+        chosen: list[int] = []
+        for free in frees:
+            options = [int(q) for q in free if not chosen or q >= chosen[-1] + 2]
+            if not options:
+                break
+            chosen.append(options[int(rng.integers(len(options)))])
+        else:
+            return chosen
+    return None
 
 
 def _wrap(prompt: Prompt, rng: np.random.Generator, mech: Mechanism, category: dict) -> None:
