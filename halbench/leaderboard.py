@@ -27,7 +27,7 @@ import numpy as np
 from halbench.metrics import METRICS
 from halbench.metrics.hierarchical import Bootstrap, Interval, Unit, kendall_tau
 from halbench.results import Entry, ResultStore
-from halbench.runner import worst
+from halbench.runner import case_value
 from halbench.tasks.artifacts import CASES, ManifestError, read_cases
 
 BUDGETS = (16, 64, 256)
@@ -111,13 +111,9 @@ class Board:
 def case_values(entries: dict[str, Entry | None], index: SuiteIndex, instances: list[str], metric: str) -> np.ndarray:
     """Per-case values of ``metric`` over the scope's cases; failures and gaps at the worst value."""
     out = []
-    bad = worst(metric)
     for name in instances:
         records = entries[name].records if entries.get(name) is not None else {}
-        for case_id in index.cases[name]:
-            record = records.get(case_id) or {}
-            value = (record.get("metrics") or {}).get(metric) if record.get("status") == "ok" else None
-            out.append(bad if not isinstance(value, int | float) or not np.isfinite(value) else float(value))
+        out += [case_value(records.get(case_id) or {}, metric) for case_id in index.cases[name]]
     return np.asarray(out, dtype=float)
 
 

@@ -118,15 +118,23 @@ def worst(metric: str) -> float:
     return info.low if info.direction == "higher" else info.high
 
 
+def case_value(record: dict, metric: str) -> float:
+    """A record's value of ``metric``; a failed case, or a missing or non-finite value, counts at the worst value.
+
+    The one rule for failures: summaries (:func:`aggregate`) and boards (:mod:`halbench.leaderboard`) both use it.
+    """
+    value = (record.get("metrics") or {}).get(metric) if record.get("status") == "ok" else None
+    return float(value) if isinstance(value, int | float) and np.isfinite(value) else worst(metric)
+
+
 def aggregate(records: list[dict], seed: int, seconds: dict[str, float] | None = None) -> dict:
-    """Means with bootstrap intervals. A failed case counts at each metric's worst value (one rule, everywhere)."""
+    """Means with bootstrap intervals. A failed case counts at each metric's worst value (:func:`case_value`)."""
     ok = [r for r in records if r.get("status") == "ok"]
     metrics = {}
     for name in METRICS:
         if not any(name in r.get("metrics", {}) for r in ok):
             continue
-        values = [r["metrics"][name] if r.get("status") == "ok" and name in r.get("metrics", {}) else worst(name)
-                  for r in records]  # fmt: skip
+        values = [case_value(r, name) for r in records]
         mean, low, high = bootstrap_ci(values, seed=seed)
         metrics[name] = {"mean": round(mean, 6), "low": round(low, 6), "high": round(high, 6), "n": len(values)}
     costs = {

@@ -97,3 +97,38 @@ def test_quick_build_is_deterministic(quick_natural, tmp_path):
     again = read_manifest(tmp_path / "natural" / "natural-llama-b")
     first = read_manifest(quick_natural / "natural" / "natural-llama-b")
     assert again["files"] == first["files"] and again["content_hash"] == first["content_hash"]
+
+
+def test_methods_list_cuts_descriptions_at_a_word():
+    from halbench.methods.base import registered
+
+    result = invoke("methods", "list")
+    assert result.exit_code == 0, result.output
+    lines = {line.split()[0]: line for line in result.output.splitlines()[2:]}
+    for name, cls in registered().items():
+        shown = lines[name].split(None, 2)[2].rstrip()
+        full = " ".join(cls.description.split())
+        if shown.endswith(" ..."):  # cut: whole words, then the ellipsis
+            kept = shown.removesuffix(" ...")
+            assert full.startswith(kept) and full[len(kept)] == " ", name
+        else:
+            assert shown == full, name
+
+
+def test_out_where_a_file_stands_is_one_error_line(tiny, tmp_path):
+    """Every --out: a file in the way (the path itself or a folder above it) is one error line, before any work."""
+    file = tmp_path / "a-file"
+    file.write_text("x")
+    under = [file, file / "sub"]  # the file itself, and a folder that would have to be made inside it
+    runs = {
+        "eval": (["eval", "--method", "random", "--task", str(tiny.folder), "--no-progress"], under),
+        "site build": (["site", "build", "--root", str(tmp_path)], under),
+        "tasks build": (["tasks", "build", "single", "--quick", "--model", "none", "--no-progress"], under),
+        "trace": (["trace", "--model", str(tmp_path), "--prompt", "x", "--hallucination", "y"], [tmp_path, file / "r"]),
+    }
+    for name, (args, outs) in runs.items():
+        for out in outs:
+            result = invoke(*args, "--out", str(out))
+            assert result.exit_code in (1, 2) and isinstance(result.exception, SystemExit), (name, out, result.output)
+            errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+            assert len(errors) == 1 and str(out.name) in errors[0] and "Traceback" not in result.output, (name, out)

@@ -179,3 +179,16 @@ def test_natural_prompts_fix_template_words_and_non_trigger_categories(quick):
     for p in prompt.editable:
         assert prompt.tokens[p] in nouns, (prompt.tokens[p], prompt.roles[p])
     assert all(slot_pools(prompt)[p] is None for p in range(len(prompt.tokens)) if p not in prompt.editable)
+
+
+def test_natural_prompts_end_less_than_a_sentence_short(quick):
+    """A natural prompt stops at the last whole sentence that fits: drawn 32-96 long, it is 26-96 (docs/DESIGN.md)."""
+    spec, world = quick
+    if world.kind != "natural":
+        pytest.skip("grammar prompts have the requested length exactly")
+    shortest = min(len(s) for s in world.sentences)
+    assert shortest == 7  # so a prompt drawn at 32 positions has at least 26
+    for length in (32, 41, 57, 96):
+        for seed in range(5):
+            got = len(draw(world, spec, Plan(entity=world.rare[0]), length, seed).tokens)
+            assert length - shortest < got <= length, (length, seed, got)

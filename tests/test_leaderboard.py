@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from halbench.leaderboard import HEADLINE, SuiteIndex, build_board
+from halbench.leaderboard import HEADLINE, SuiteIndex, build_board, case_values
 from halbench.metrics import bootstrap_ci
 from halbench.metrics.hierarchical import Bootstrap, Unit, point_weights, replicate_weights
 from halbench.results import load_results
+from halbench.runner import aggregate
 
 BUDGETS = (16, 64)
 MODELS = ("m1", "m2", "m3")
@@ -84,6 +85,19 @@ def test_a_failed_case_counts_at_the_worst_value(store):
     gap = by["strong"].headline.mean - by["failing"].headline.mean
     strong_c00 = np.mean([store.get(f"t/{m}", "strong", 16).records["c00"]["metrics"][HEADLINE] for m in MODELS])
     assert gap == pytest.approx(strong_c00 / len(CASES))  # one case per model at 0 instead of its value
+
+
+def test_a_summary_and_the_board_count_a_failed_case_alike(store):
+    """One rule for failures: the per-instance summary (runner.aggregate) and the board give the same mean."""
+    name = f"t/{MODELS[0]}"
+    entry = store.get(name, "failing", 16)
+    records = [*entry.records.values(), {"id": "nan", "status": "ok", "metrics": {HEADLINE: float("nan")}}]
+    summary = aggregate(records, seed=0)
+    assert summary["failed"] == 1 and summary["metrics"][HEADLINE]["n"] == len(CASES) + 1
+    entry.records["nan"] = records[-1]  # a NaN value counts like a failure, in both
+    on_board = case_values({name: entry}, SuiteIndex({name: [*CASES, "nan"]}, {}), [name], HEADLINE)
+    assert on_board[0] == on_board[-1] == 0.0  # the failed case and the NaN value, at AP's worst
+    assert summary["metrics"][HEADLINE]["mean"] == pytest.approx(on_board.mean(), abs=1e-6)
 
 
 def test_an_incomplete_entry_never_shrinks_anyone_elses_case_set(store):

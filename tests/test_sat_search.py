@@ -1,4 +1,8 @@
-"""SAT's search core: the vectorised search must return exactly what the plain reference returns."""
+"""SAT's search core: the vectorised search must return exactly what the plain reference returns.
+
+``reference_search`` is halbench's own plain port; the comparison with the upstream code's rules, transcribed
+function by function from github.com/sunyiyou/SAT, is in ``tests/test_sat_fidelity.py``.
+"""
 
 from __future__ import annotations
 

@@ -498,6 +498,23 @@ def test_built_files_are_world_readable(built):
         assert stat.S_IMODE(path.stat().st_mode) == (0o755 if path.is_dir() else 0o644), path
 
 
+def test_publish_makes_the_site_world_readable_whatever_the_umask(tmp_path):
+    from halbench.site.publish import publish
+
+    def fill(staging: Path) -> None:
+        (staging / "cases").mkdir()
+        (staging / "cases" / "page.html").write_text("page")
+
+    previous = os.umask(0o077)  # a private umask: mkdtemp's 700 and new files' 600 must both be undone
+    try:
+        publish(tmp_path / "site" / "_build", fill)
+    finally:
+        os.umask(previous)
+    out = tmp_path / "site" / "_build"
+    modes = {p.relative_to(out).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in [out, *out.rglob("*")]}
+    assert modes == {".": 0o755, "cases": 0o755, "cases/page.html": 0o644}
+
+
 def test_rebuild_is_byte_identical(repo, built, tmp_path):
     again = build_site(repo, tmp_path / "again", tasks_root=repo / "tasks", cases_per_model=2).index.parent
     first = {p.relative_to(built): p.read_bytes() for p in built.rglob("*") if p.is_file()}

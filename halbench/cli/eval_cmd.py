@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from halbench.cli.paths import out_problem
 from halbench.methods.base import MethodError, get_method, registered
 from halbench.tasks.registry import REPO_ROOT, UnknownTaskError, resolve_instances, task_names
 
@@ -36,8 +37,9 @@ def output_folder(out: Path | None, limit: int | None) -> Path:
         return PARTIAL_OUT if limit is not None else Path("results")
     if limit is not None and Path(out).resolve() == committed:
         raise click.UsageError(f"--limit makes a partial run, which never writes into {committed}; give another --out")
-    if Path(out).exists() and not Path(out).is_dir():
-        raise click.UsageError(f"--out {out}: is a file, not a folder")
+    problem = out_problem(out)
+    if problem:
+        raise click.UsageError(problem)
     return out
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from halbench.cli.paths import out_problem
+
 ROOT_OPTION = click.option(
     "--root",
     type=click.Path(path_type=Path, file_okay=False, exists=True),
@@ -40,8 +42,9 @@ def site_build(root: Path | None, tasks_root: Path | None, out: Path | None, cas
     from halbench.site.build import build_site
     from halbench.tasks.registry import REPO_ROOT
 
-    if out is not None and out.exists() and not out.is_dir():
-        raise click.ClickException(f"--out {out}: exists and is not a folder")
+    problem = None if out is None else out_problem(out)
+    if problem:
+        raise click.ClickException(problem)
     report = build_site(root or REPO_ROOT, out=out, tasks_root=tasks_root, cases_per_model=cases_per_model)
     for problem in report.problems:
         click.secho(f"skipped: {problem}", fg="yellow", err=True)

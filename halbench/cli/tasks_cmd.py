@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from halbench.cli.paths import out_problem
 from halbench.tasks.registry import (
     MODELS,
     TaskRef,
@@ -124,6 +125,9 @@ def build(names, all_, quick, only_models, out, cache, progress) -> None:
     """Train each task's models (once, shared) and mine and verify its cases on each."""
     from halbench.tasks.build import BuildError
 
+    problem = None if out is None else out_problem(out)
+    if problem:
+        raise click.UsageError(problem)
     root = out if out is not None else (Path("build") / "quick" if quick else tasks_root())
     failures = []
     for ref in _refs(names, all_):

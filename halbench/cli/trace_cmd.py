@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from halbench.cli.eval_cmd import parse_params
+from halbench.cli.paths import out_problem
 
 
 @click.command("trace")
@@ -44,6 +45,9 @@ def trace(model_path, prompt, hallucination, method, params, budget, chat_templa
     from halbench.trace.report import summary_text, write_report
     from halbench.trace.run import TraceError, TraceSettings, run_trace
 
+    problem = out_problem(out, folder=False)
+    if problem:
+        raise click.UsageError(problem)  # before the run, not after it
     configure_threads()
     settings = TraceSettings(method, parse_params(params), budget, refills, lm_refills, seed, device, chat_template)
     try:

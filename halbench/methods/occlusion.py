@@ -26,8 +26,8 @@ class Occlusion(Method):
     paper = "https://arxiv.org/abs/1311.2901"
     description = (
         "Leave-one-out: each editable position is replaced by draws from the replacement strategy and scored "
-        "by the mean drop in the target's log-probability; the whole budget buys draws (1 + E rows per draw). "
-        "Below E + 1 rows, contiguous blocks of positions are occluded instead."
+        "by the mean drop in the target's log-probability; one row for the prompt, then E rows per draw, as many "
+        "draws as the budget buys up to max_draws (64). Below E + 1 rows, contiguous blocks are occluded instead."
     )
     kind = "perturbation"
     defaults: ClassVar[dict[str, Any]] = {"replacement": None, "max_draws": 64}
