@@ -10,7 +10,7 @@ import click
 
 from halbench.cli.paths import out_problem
 from halbench.methods.base import MethodError, get_method, registered
-from halbench.tasks.registry import REPO_ROOT, UnknownTaskError, resolve_instances, task_names
+from halbench.tasks.registry import REPO_ROOT, UnknownTaskError, resolve, resolve_instances, task_names
 
 BUDGETS = (16, 64, 256)
 SHOWN = ("average_precision", "hit_at_k", "s_rep@0.5")
@@ -44,8 +44,14 @@ def output_folder(out: Path | None, limit: int | None) -> Path:
 
 
 def instances_for(tasks: tuple[str, ...], all_: bool) -> list:
+    """The named tasks' instances (each must be built), or, with ``all_``, every built instance of the suite."""
     try:
-        return [i for name in (task_names() if all_ else tasks) for i in resolve_instances(name)]
+        if all_:
+            found = [i for name in task_names() for i in resolve(name).instances()]
+            if not found:
+                raise click.ClickException("no task instance is built (halbench tasks build --all)")
+            return found
+        return [i for name in tasks for i in resolve_instances(name)]
     except UnknownTaskError as exc:
         raise click.ClickException(str(exc)) from None
 
