@@ -116,7 +116,7 @@ def check_config(files: ResultFiles, config: dict) -> None:
         detail = ", ".join(f"{k}: {stored.get(k)!r} -> {config.get(k)!r}" for k in changed)
         raise RecordError(
             f"{files.config}: these records were computed under another configuration ({detail}); "
-            f"use another --out, or delete {files.stem.parent} to start afresh"
+            f"delete {files.stem.parent} to start afresh (or, for eval, use another --out)"
         )
 
 

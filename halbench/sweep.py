@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from halbench.atomic import atomic_write_json
+from halbench.atomic import atomic_write_json, sha256_file
 from halbench.methods.base import Method, get_method, registered
 from halbench.records import (
     Appender,
@@ -199,6 +199,8 @@ def plan(sweep: Sweep) -> tuple[list[_Target], list[str]]:
                 "refills": sweep.refills,
                 "lm_refills": sweep.lm_refills,
             }
+            if job.source is not None:  # a submission: fixed code resumes nothing computed by the old code
+                config["code_sha256"] = sha256_file(Path(job.source) / "method.py")
             check_config(files, config)
             records, repaired = read_records(files.cases, repair=True)
             notes += repaired

@@ -363,6 +363,18 @@ def test_resuming_under_other_hyperparameters_is_refused(submitted, tasks_root, 
     assert results_hashes(folder) == before
 
 
+def test_resuming_after_the_code_changed_is_refused(submitted, tasks_root, tmp_path):
+    """Records of the old method.py never count for the new one (the resume key holds the code's sha256)."""
+    folder = copy_of(submitted, tmp_path)
+    before = results_hashes(folder)
+    with (folder / "method.py").open("a") as handle:
+        handle.write("\n# a fix\n")
+    result = submit(folder, tasks_root, SHORT)
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert "computed under another configuration (code_sha256:" in result.output
+    assert results_hashes(folder) == before
+
+
 def test_a_missing_slug_or_an_unloadable_method_is_a_clear_error(tasks_root, tmp_path):
     missing = invoke("verify", "no-such-submission")
     assert missing.exit_code == 1 and "no submission folder" in missing.output, missing.output
