@@ -410,3 +410,12 @@ def test_refuses_without_bubblewrap_unless_trusted(tmp_path, tiny_bundle, monkey
         assert record["status"] == "ok", record
     finally:
         method.close()
+
+
+def test_a_venv_under_tmp_stays_visible_in_the_sandbox(monkeypatch):
+    """/tmp is a fresh tmpfs, mounted before the Python roots are bound, so a checkout under /tmp still runs."""
+    monkeypatch.setattr(sandbox, "_python_roots", lambda: ["/tmp/checkout/.venv"])
+    args = sandbox.bwrap_command("bwrap", None)
+    tmpfs = next(i for i in range(len(args) - 1) if args[i] == "--tmpfs" and args[i + 1] == "/tmp")
+    bind = next(i for i in range(len(args) - 1) if args[i] == "--ro-bind" and args[i + 1] == "/tmp/checkout/.venv")
+    assert tmpfs < bind

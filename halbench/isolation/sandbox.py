@@ -112,6 +112,8 @@ def bwrap_command(bwrap: str, method_file: Path | None) -> list[str]:
     args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
     for key, value in _env("/tmp", "/tmp", PACKAGE_ROOT).items():
         args += ["--setenv", key, value]
+    # /tmp first: the binds below then land inside it, so a venv or checkout under /tmp stays visible
+    args += ["--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
     args += ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
@@ -124,7 +126,7 @@ def bwrap_command(bwrap: str, method_file: Path | None) -> list[str]:
         args += ["--ro-bind", root, root]
     args += ["--ro-bind", str(Path(halbench.__file__).resolve().parent), f"{PACKAGE_ROOT}/halbench"]
     args += ["--proc", "/proc", "--dev", "/dev"]
-    args += ["--size", str(TMPFS_BYTES), "--tmpfs", "/tmp", "--size", str(TMPFS_BYTES), "--tmpfs", SCRATCH]
+    args += ["--size", str(TMPFS_BYTES), "--tmpfs", SCRATCH]
     if method_file is not None:
         args += ["--ro-bind", str(method_file), f"{SCRATCH}/{METHOD_FILE}"]
     args += ["--chdir", SCRATCH, "--remount-ro", "/", sys.executable, *WORKER]
