@@ -377,6 +377,8 @@ def test_timeout_and_interrupt(tmp_path, tiny_bundle, isolated):
     folder = submission(tmp_path, "sleeper", body)
     patient = isolated(folder, timeout=120)  # the interrupt must come first, however loaded the machine
     assert run_cases(patient, tiny_bundle, records[:1])[0]["status"] == "ok"
+    # a background job of a non-interactive shell starts with SIGINT ignored: Ctrl-C must be Ctrl-C here
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
@@ -384,6 +386,7 @@ def test_timeout_and_interrupt(tmp_path, tiny_bundle, isolated):
             attribute(patient, tiny_bundle, records[1], 64)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert patient._worker is None  # stopped, not left running
     method = isolated(folder, timeout=4)
     slow, fast = run_cases(method, tiny_bundle, records[::-1])
