@@ -33,9 +33,9 @@ import yaml
 from halbench.site.build import build_site
 from halbench.site.plots import Point, pareto_front
 
+from .browser import headless_chromium
 from .conftest import invoke
 
-CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 TASKS = ("alpha", "beta")
 MODELS = (("gpt2", "m-gpt2"), ("llama", "m-llama"))
 BUILT_IN = ("random", "dev_lookup", "occlusion", "attention")
@@ -615,27 +615,7 @@ def test_site_serve_answers_on_loopback(built):
 
 @pytest.fixture(scope="module")
 def browser():
-    if not (CHROMIUM and DRIVER):
-        reason = (
-            "BROWSER TESTS SKIPPED: chromium and chromedriver are not installed (apt install chromium chromium-driver)"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(reason + "; CI must provide them")
-        import warnings
-
-        warnings.warn(reason, stacklevel=1)  # shows in the warnings summary as well as the skip reason
-        pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-dev-shm-usage", "--window-size=1400,1000"):  # fmt: skip
-        options.add_argument(arg)
-    options.binary_location = CHROMIUM
-    driver = webdriver.Chrome(options=options, service=Service(DRIVER))
-    yield driver
-    driver.quit()
+    yield from headless_chromium("1400,1000")
 
 
 def shown_rows(driver, scope: str, view: str, table: str = "ranked") -> list:

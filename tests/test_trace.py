@@ -6,9 +6,7 @@ token), its script must run (hovering a subsequence marks its tokens) and hostil
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from dataclasses import replace
 
 import numpy as np
@@ -20,11 +18,11 @@ from halbench.methods.sat_search import fast_search
 from halbench.trace.report import beam_by_level, render_html, summary_text
 from halbench.trace.run import TraceSettings, run_trace
 
+from .browser import headless_chromium
 from .conftest import invoke
 from .hf_models import make_hf_model
 from .tiny import make_tiny_instance
 
-CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 HOSTILE = "Tell me a bio of <img src=x onerror=\"document.title='owned'\"> Mira Olsen."
 FAST = ("--budget", "32", "--refills", "4", "--lm-refills", "4", "--no-progress")
 
@@ -126,22 +124,7 @@ def test_report_shows_the_beam_by_level_and_escapes_everything(traced):
 
 @pytest.fixture(scope="module")
 def browser():
-    if not (CHROMIUM and DRIVER):
-        reason = "BROWSER TESTS SKIPPED: chromium and chromedriver are not installed (apt install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(reason + "; CI must provide them")
-        pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-dev-shm-usage", "--window-size=1200,900"):  # fmt: skip
-        options.add_argument(arg)
-    options.binary_location = CHROMIUM
-    driver = webdriver.Chrome(options=options, service=Service(DRIVER))
-    yield driver
-    driver.quit()
+    yield from headless_chromium("1200,900")
 
 
 def test_heat_map_renders_in_chromium(traced, browser, tmp_path):
