@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from halbench.tasks.artifacts import ManifestError
 
+M = TypeVar("M", bound=BaseModel)
 SHOWN = 50  # problems listed in one message; the count says how many there were
 
 
@@ -31,6 +33,18 @@ def json_lines(path: Path) -> Iterator[tuple[int, object]]:
                 yield n, json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ManifestError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
+
+
+def valid_lines(path: Path, model: type[M], problems: list[str]) -> Iterator[tuple[int, M]]:
+    """``(line number, case)`` of every line that validates as ``model``; the others go to ``problems``."""
+    for n, raw in json_lines(path):
+        if not isinstance(raw, dict):
+            problems.append(f"{path}:{n}: a case must be a JSON object")
+            continue
+        try:
+            yield n, model.model_validate(raw)
+        except ValidationError as exc:
+            problems += field_problems(path, n, exc)
 
 
 def field_problems(path: Path, line: int, exc: ValidationError) -> list[str]:

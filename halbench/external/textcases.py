@@ -20,9 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from halbench.external.jsonl import duplicate_ids, field_problems, json_lines, raise_problems
+from halbench.external.jsonl import duplicate_ids, raise_problems, valid_lines
 
 FAMILY = "external"
 SENTINEL = "\x00HALBENCH_USER_PROMPT\x00"
@@ -46,15 +46,7 @@ class TextCaseError(ValueError):
 def read_text_cases(path: Path) -> list[TextCase]:
     """Every case of ``path``; all malformed lines reported at once, each with file, line and field."""
     cases, problems = [], []
-    for n, raw in json_lines(path):
-        if not isinstance(raw, dict):
-            problems.append(f"{path}:{n}: a case must be a JSON object")
-            continue
-        try:
-            case = TextCase.model_validate(raw)
-        except ValidationError as exc:
-            problems += field_problems(path, n, exc)
-            continue
+    for n, case in valid_lines(path, TextCase, problems):
         cases.append(case.model_copy(update={"id": case.id or f"case-{n:04d}"}))
     raise_problems(path, problems + duplicate_ids(path, [c.id for c in cases]))
     return cases

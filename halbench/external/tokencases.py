@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from halbench.external.jsonl import duplicate_ids, field_problems, json_lines, raise_problems
+from halbench.external.jsonl import duplicate_ids, raise_problems, valid_lines
 from halbench.external.textcases import FAMILY
 
 Id = Annotated[int, Field(strict=True, ge=0)]
@@ -48,15 +48,7 @@ class TokenCase(BaseModel):
 def read_token_cases(path: Path, vocab: int, special: set[int]) -> list[dict]:
     """Validated records with defaults filled in; raises :class:`ManifestError` listing every problem."""
     records, problems = [], []
-    for n, raw in json_lines(path):
-        if not isinstance(raw, dict):
-            problems.append(f"{path}:{n}: a case must be a JSON object")
-            continue
-        try:
-            case = TokenCase.model_validate(raw)
-        except ValidationError as exc:
-            problems += field_problems(path, n, exc)
-            continue
+    for n, case in valid_lines(path, TokenCase, problems):
         record = _record(case, special)
         problems += [f"{path}:{n}: {p}" for p in position_problems(record, vocab)]
         records.append(record)
