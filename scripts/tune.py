@@ -20,7 +20,7 @@ from halbench.executors import local_executor
 from halbench.leaderboard import BUDGETS, build_board, suite_index
 from halbench.results import ResultStore
 from halbench.sweep import Sweep, make_job, run_sweep
-from halbench.tasks.registry import resolve, resolve_instances, task_names, tasks_root
+from halbench.tasks.registry import built_instances, resolve_instances, tasks_root
 
 
 def score(method: str, out: Path, instances: list) -> tuple[float, float, float, float]:
@@ -42,10 +42,7 @@ def score(method: str, out: Path, instances: list) -> tuple[float, float, float,
 @click.option("--record", type=click.Path(path_type=Path), help="Markdown record (default docs/tuning/...)")
 @click.option("--workers", default=1, show_default=True)
 def main(method: str, param: str, values: tuple[str, ...], tasks, out: Path, record: Path | None, workers: int) -> None:
-    if tasks:
-        instances = [i for name in tasks for i in resolve_instances(name)]
-    else:  # every built instance of the suite
-        instances = [i for name in task_names() for i in resolve(name).instances()]
+    instances = [i for name in tasks for i in resolve_instances(name)] if tasks else built_instances()
     rows = []
     for raw in values:
         value = json.loads(raw)

@@ -8,13 +8,13 @@ import pytest
 from click.testing import CliRunner
 
 from halbench.cli import cli
-from halbench.tasks.registry import REPO_ROOT, resolve, task_names
+from halbench.tasks.registry import REPO_ROOT, built_instances
 
 from .tiny import make_tiny_instance
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local; never reach for a hub
 TASKS = REPO_ROOT / "tasks"
-SUITE = [i for name in task_names() for i in resolve(name).instances()]
+SUITE = built_instances()
 BUILT = {i.name: i for i in SUITE}
 needs_suite = pytest.mark.skipif(not SUITE, reason="the suite is not built (halbench tasks build --all)")
 

@@ -23,9 +23,9 @@ from halbench.methods.base import get_method
 from halbench.metrics import average_precision
 from halbench.runner import case_rng
 from halbench.tasks.artifacts import CASES, MODEL_DIR, UNIGRAM, read_cases, read_json
-from halbench.tasks.registry import resolve, task_names
+from halbench.tasks.registry import built_instances
 
-INSTANCES = [i for name in task_names() for i in resolve(name).instances()]
+INSTANCES = built_instances()
 TOLERANCE = 0.05
 
 

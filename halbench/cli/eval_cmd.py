@@ -10,7 +10,7 @@ import click
 
 from halbench.cli.paths import out_problem
 from halbench.methods.base import MethodError, get_method, registered
-from halbench.tasks.registry import REPO_ROOT, UnknownTaskError, resolve, resolve_instances, task_names
+from halbench.tasks.registry import REPO_ROOT, UnknownTaskError, built_instances, resolve_instances
 
 BUDGETS = (16, 64, 256)
 SHOWN = ("average_precision", "hit_at_k", "s_rep@0.5")
@@ -47,7 +47,7 @@ def instances_for(tasks: tuple[str, ...], all_: bool) -> list:
     """The named tasks' instances (each must be built), or, with ``all_``, every built instance of the suite."""
     try:
         if all_:
-            found = [i for name in task_names() for i in resolve(name).instances()]
+            found = built_instances()
             if not found:
                 raise click.ClickException("no task instance is built (halbench tasks build --all)")
             return found

@@ -147,6 +147,11 @@ def resolve_model(name: str, root: Path | None = None) -> ModelRef:
     raise UnknownTaskError(f"unknown model {name!r} (known models in {root / MODELS}: {known})")
 
 
+def built_instances(root: Path | None = None) -> list[InstanceRef]:
+    """Every built instance of the suite, task by task (unbuilt ones are left out, not errors)."""
+    return [i for name in task_names(root) for i in resolve(name, root).instances()]
+
+
 def resolve_instances(name: str, root: Path | None = None) -> list[InstanceRef]:
     """``task`` (every built instance of it), ``task/model``, or the path of an instance folder."""
     root = root or tasks_root()
