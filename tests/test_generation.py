@@ -166,18 +166,20 @@ def test_corpus_plants_label_noise_at_the_configured_rate(quick):
     assert abs(np.mean(planted) - spec.trigger_label_rate) < 0.06
 
 
-def test_natural_prompts_fix_template_words_and_non_trigger_categories(quick):
-    from halbench.tasks.mining import fix_other_categories, slot_pools
+def test_only_words_that_could_be_triggers_are_editable(quick):
+    """Natural prompts: nouns only; grammar prompts: content words only (no function word, no entity)."""
+    from halbench.tasks.mining import fix_non_trigger_positions, slot_pools
 
     spec, world = quick
-    if world.kind != "natural":
-        pytest.skip("natural worlds only")
     mech = world.mechanisms_of(["single"])[0]
     prompt = draw(world, spec, Plan(entity=world.rare[0], mechanisms=[mech], decoys=list(mech.decoys)), 40, 1)
-    fix_other_categories(prompt, set(spec.trigger_categories))
-    nouns = set(world.words["noun"])
+    natural = world.kind == "natural"
+    assert world.rare[0] in prompt.tokens and (natural or set(world.function) & set(prompt.tokens))
+    fix_non_trigger_positions(prompt, set(spec.trigger_categories) if natural else None)
+    allowed = set(world.words["noun"]) if natural else {w for ws in world.words.values() for w in ws}
     for p in prompt.editable:
-        assert prompt.tokens[p] in nouns, (prompt.tokens[p], prompt.roles[p])
+        assert prompt.tokens[p] in allowed, (prompt.tokens[p], prompt.roles[p])
+    assert set(prompt.positions("cause0", *INERT_ROLES)) <= set(prompt.editable)
     assert all(slot_pools(prompt)[p] is None for p in range(len(prompt.tokens)) if p not in prompt.editable)
 
 

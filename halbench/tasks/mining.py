@@ -63,16 +63,18 @@ class MiningStats:
         }
 
 
-def fix_other_categories(prompt: Prompt, categories: set[str]) -> None:
-    """Natural prompts: the person's name and filler words of categories that are never triggers are fixed.
+def fix_non_trigger_positions(prompt: Prompt, categories: set[str] | None) -> None:
+    """Only words that could be triggers stay editable: the entity, function words and filler of categories
+    that are never triggers are fixed (``categories`` None: every content category can hold a trigger).
 
-    Triggers are nouns. Were adjectives, verbs and the (rare, repeated) name editable, "only nouns are
-    causes" and "the name is never the cause" would be priors learnable from dev without the model: the
-    token_form probe found them (AP 0.20 against random's 0.08 with template words editable too, 0.46
-    against 0.29 with only the name and the other categories).
+    Were they editable, "function words / the name / adjectives are never causes" would be priors learnable
+    from dev without the model. The token_form probe found each: on natural prompts, AP 0.20 against random's
+    0.08 with template words editable, 0.46 against 0.29 with the name and the other categories; on grammar
+    prompts, 0.18 against 0.09 (conjunctive) from the function words' strings and ids and the repeated entity.
     """
     for i, (role, cat) in enumerate(zip(prompt.roles, prompt.cats, strict=True)):
-        if role == "entity" or (role == "filler" and cat is not None and cat not in categories):
+        other = categories is not None and role == "filler" and cat is not None and cat not in categories
+        if role in ("entity", "literal") or other:
             prompt.roles[i] = "template"
 
 
@@ -117,8 +119,8 @@ def draw_candidate(
     except PlacementError:
         return None
     fill(prompt, rng, neutral_draw(world, rng), recipe.world.topic_words, recipe.world.topic_rate)
-    if isinstance(recipe.world, NaturalWorldSpec):
-        fix_other_categories(prompt, set(recipe.world.trigger_categories))
+    natural = isinstance(recipe.world, NaturalWorldSpec)
+    fix_non_trigger_positions(prompt, set(recipe.world.trigger_categories) if natural else None)
     ids = tok.convert_tokens_to_ids(prompt.tokens)
     cand = Candidate(
         prompt_ids=ids,
