@@ -181,6 +181,11 @@ def test_only_words_that_could_be_triggers_are_editable(quick):
         assert prompt.tokens[p] in allowed, (prompt.tokens[p], prompt.roles[p])
     assert set(prompt.positions("cause0", *INERT_ROLES)) <= set(prompt.editable)
     assert all(slot_pools(prompt)[p] is None for p in range(len(prompt.tokens)) if p not in prompt.editable)
+    if not natural:  # a context statement is evidence, never a cause: fixed too
+        stated = first_layout(world, spec, Plan(context=(world.context_entities[0], world.answers[0]),
+                                                mechanisms=[mech]), 40, 1)  # fmt: skip
+        fix_non_trigger_positions(stated, None)
+        assert stated.positions("context") == [] and world.context_entities[0] in stated.tokens
 
 
 def test_natural_prompts_end_less_than_a_sentence_short(quick):

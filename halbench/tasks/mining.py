@@ -64,17 +64,19 @@ class MiningStats:
 
 
 def fix_non_trigger_positions(prompt: Prompt, categories: set[str] | None) -> None:
-    """Only words that could be triggers stay editable: the entity, function words and filler of categories
-    that are never triggers are fixed (``categories`` None: every content category can hold a trigger).
+    """Only words that could be triggers stay editable: the entity, a context statement (``u [IS] a``, evidence
+    and never a cause), function words and filler of categories that are never triggers are fixed
+    (``categories`` None: every content category can hold a trigger).
 
     Were they editable, "function words / the name / adjectives are never causes" would be priors learnable
     from dev without the model. The token_form probe found each: on natural prompts, AP 0.20 against random's
     0.08 with template words editable, 0.46 against 0.29 with the name and the other categories; on grammar
-    prompts, 0.18 against 0.09 (conjunctive) from the function words' strings and ids and the repeated entity.
+    prompts, the function words' strings, ids and frequency and the repeated entity (cause and non-cause
+    log-frequency 6.7 against 8.8 before, 6.71 against 6.70 after).
     """
     for i, (role, cat) in enumerate(zip(prompt.roles, prompt.cats, strict=True)):
         other = categories is not None and role == "filler" and cat is not None and cat not in categories
-        if role in ("entity", "literal") or other:
+        if role in ("entity", "context", "literal") or other:
             prompt.roles[i] = "template"
 
 
