@@ -16,8 +16,9 @@ import numpy as np
 
 from halbench.tasks.world import BOS, ENTITY, IS, Mechanism, World
 
-# "template": a natural world's template words ("was", "the", "."). They are fixed: were they editable,
-# "a template word is never the cause" would be a prior learnable from dev without the model.
+# "template": a position that could never hold a trigger (function and template words, the entity, a context
+# statement); mining.fix_non_trigger_positions marks them, because were they editable, "such a word is never
+# the cause" would be a prior learnable from dev without the model.
 FIXED_ROLES = frozenset({"bos", "query", "marker", "template"})
 INERT_ROLES = ("decoy", "part", "copy")  # present in the prompt, verified not to matter
 
@@ -101,8 +102,6 @@ def _skeleton(world: World, rng: np.random.Generator, plan: Plan, length: int) -
         cells += clause
     cells += [_cell(w, plan.entity) for w in closing]
     cells += [(tok, "query", None) for tok in world.query]
-    if world.kind == "natural":
-        cells = [(t, "template" if r == "literal" else r, c) for t, r, c in cells]
     return Prompt([c[0] for c in cells], [c[1] for c in cells], [c[2] for c in cells])
 
 

@@ -81,15 +81,13 @@ def fix_non_trigger_positions(prompt: Prompt, categories: set[str] | None) -> No
 
 
 def slot_pools(prompt: Prompt) -> list[str | None]:
-    """The neutral refill pool of each position: its word category, ``function``, ``any``, or None (fixed)."""
+    """The neutral refill pool of each position: its word category, ``any``, or None (fixed)."""
     out: list[str | None] = []
     for role, cat in zip(prompt.roles, prompt.cats, strict=True):
         if role in FIXED_ROLES:
             out.append(None)
         elif cat is not None:
             out.append(cat)
-        elif role == "literal":
-            out.append("function")
         else:
             out.append("any")
     return out
