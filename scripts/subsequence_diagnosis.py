@@ -16,20 +16,18 @@ Reads files only (results/ and tasks/); runs no model. Usage:
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 
+from halbench.records import read_records
+from halbench.tasks.artifacts import read_cases
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def causes_by_id(instance: Path) -> dict[str, list[set[int]]]:
-    return {r["id"]: [set(c) for c in r["causes"]] for r in read_jsonl(instance / "cases.jsonl")}
+    return {r["id"]: [set(c) for c in r["causes"]] for r in read_cases(instance / "cases.jsonl")}
 
 
 def summarise(records: list[dict], causes: dict[str, list[set[int]]]) -> dict:
@@ -84,7 +82,7 @@ def main() -> None:
             for method in args.method:
                 paths = (args.results / name / method).glob("budget-*.cases.jsonl")
                 for budget, path in sorted((int(p.name.split("-")[1].split(".")[0]), p) for p in paths):
-                    s = summarise(read_jsonl(path), causes)
+                    s = summarise(read_records(path)[0], causes)
                     row = [name, method, str(budget), str(s["cases"]), fmt(s["ap"]), fmt(s["p@k"])]
                     row += [fmt(s["topk_exact"]), fmt(s["topk_part_only"])]
                     row += [fmt(s.get(k)) for k in ("subseq_len", "subseq_exact", "subseq_contains", "subseq_touches")]
