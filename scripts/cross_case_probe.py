@@ -1,13 +1,11 @@
 #!/usr/bin/env python
-"""A model-free *transductive* attack: tokens that recur across the public test prompts with the same target.
+"""The recurrence probe per instance: AP of scoring tokens that recur across the model's public test prompts.
 
-Within a test split, every case of a mechanism carries the same trigger token(s) and the same target, while
-filler is drawn afresh per prompt. Scoring each position by the share of *other* test prompts with the same
-target id that contain its token, minus its share in prompts with other targets, finds the trigger without
-the model. Two forms: `all` reads every other test prompt (cases.jsonl is public, so a submission could ship
-the table); `online` reads only the cases before it in the file, as a method object that keeps state
-between `attribute` calls could. It is the measure of a known open weakness (README, "Results so far");
-the remedy is many more mechanisms per split with few cases each. Reads files only.
+Two forms: `all` reads every other public test prompt of the same model, over all of its instances (a
+submission could ship that table); `online` reads only the cases before it, in this instance, as a method
+object that keeps state between `attribute` calls could. See :mod:`halbench.tasks.recurrence`. On a sound
+suite both score like random. A third column, `uniqueness`, ranks first the tokens seen in no other public
+test prompt of the model (the price of one case per mechanism). Reads files only.
 """
 
 from __future__ import annotations
@@ -18,22 +16,8 @@ import numpy as np
 
 from halbench.metrics import average_precision
 from halbench.tasks.artifacts import CASES, read_cases
+from halbench.tasks.recurrence import public_test_cases, recurrence_scores, repeated_causes, uniqueness_scores
 from halbench.tasks.registry import built_instances
-
-
-def cooccurrence_scores(case: dict, pool: list[dict]) -> np.ndarray:
-    """Per position: share of same-target prompts in ``pool`` holding its token minus the share of the others."""
-    target = case["target_ids"][0]
-    same = [o for o in pool if o["target_ids"][0] == target and o["id"] != case["id"]]
-    other = [o for o in pool if o["target_ids"][0] != target]
-    in_same, in_other = Counter(), Counter()
-    for o in same:
-        in_same.update(set(o["prompt_ids"]))
-    for o in other:
-        in_other.update(set(o["prompt_ids"]))
-    return np.array(
-        [(in_same[t] + 0.5) / (len(same) + 1) - (in_other[t] + 0.5) / (len(other) + 1) for t in case["prompt_ids"]]
-    )
 
 
 def expected_random_ap(case: dict, draws: int, rng: np.random.Generator) -> float:
@@ -42,23 +26,25 @@ def expected_random_ap(case: dict, draws: int, rng: np.random.Generator) -> floa
 
 
 def main() -> None:
-    print("| instance | test cases | mechanisms | largest mechanism | all other test prompts | online | random |")
-    print("|---|---|---|---|---|---|---|")
+    print("| instance | test cases | mechanisms | largest mechanism | causes repeated in the model's test cases "
+          "| recurrence (all of the model's test prompts) | online | uniqueness | random |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     rng = np.random.default_rng(0)
-    for inst in built_instances():
+    instances = built_instances()
+    pools = public_test_cases(instances)
+    for inst in instances:
         test = [r for r in read_cases(inst.folder / CASES) if r["split"] == "test"]
         mechanisms = Counter("+".join(r["mechanisms"]) for r in test)
-        full = np.mean([average_precision(cooccurrence_scores(r, test), r["causes"], r["editable"]) for r in test])
+        pool = pools[inst.model]
+        full = np.mean([average_precision(recurrence_scores(r, pool), r["causes"], r["editable"]) for r in test])
         online = np.mean(
-            [
-                average_precision(cooccurrence_scores(r, test[:i]), r["causes"], r["editable"])
-                for i, r in enumerate(test)
-            ]
+            [average_precision(recurrence_scores(r, test[:i]), r["causes"], r["editable"]) for i, r in enumerate(test)]
         )
+        unique = np.mean([average_precision(uniqueness_scores(r, pool), r["causes"], r["editable"]) for r in test])
         chance = np.mean([expected_random_ap(r, 200, rng) for r in test])
         print(
-            f"| {inst.name} | {len(test)} | {len(mechanisms)} | {max(mechanisms.values())} | {full:.3f} | {online:.3f} "
-            f"| {chance:.3f} |"
+            f"| {inst.name} | {len(test)} | {len(mechanisms)} | {max(mechanisms.values())} "
+            f"| {len(repeated_causes(pool))} | {full:.3f} | {online:.3f} | {unique:.3f} | {chance:.3f} |"
         )
 
 

@@ -199,3 +199,48 @@ def test_natural_prompts_end_less_than_a_sentence_short(quick):
         for seed in range(5):
             got = len(draw(world, spec, Plan(entity=world.rare[0]), length, seed).tokens)
             assert length - shortest < got <= length, (length, seed, got)
+
+
+def test_tasks_sharing_a_model_take_disjoint_test_mechanisms():
+    """single/decoy split the test singles, conjunctive/partial the test pairs and triples (full-size worlds)."""
+    from halbench.tasks.mining import task_mechanisms
+    from halbench.tasks.registry import resolve
+
+    world = build_world(resolve_model("grammar-llama-b").recipe().world)
+    taken: dict[str, str] = {}
+    for task in ("single", "decoy", "conjunctive", "partial"):
+        spec = resolve(task).spec()
+        mine = task_mechanisms(spec, world, "test")
+        assert len(mine) >= spec.cases.min_test, f"{task}: {len(mine)} test mechanisms for {spec.cases.min_test} cases"
+        for m in mine:
+            assert m.split == "test" and m.name not in taken, (task, m.name, taken.get(m.name))
+            taken[m.name] = task
+        assert {m.split for m in task_mechanisms(spec, world, "dev")} == {"dev"}
+
+
+def test_a_test_mechanism_causes_one_case_and_a_dev_one_a_share():
+    from halbench.tasks.mining import mechanism_cap
+    from halbench.tasks.registry import resolve
+
+    spec = resolve("single").spec()
+    assert mechanism_cap(spec, "test", spec.cases.test) == 1
+    assert mechanism_cap(spec, "dev", 20) == 5
+    assert mechanism_cap(resolve("single").spec(quick=True), "test", 8) == 8
+
+
+@pytest.mark.parametrize("model,quick_", [("grammar-gpt2-a", True), ("natural-gpt2-a", False)])
+def test_echoes_keep_a_trigger_predictive_and_a_lone_part_inert(model, quick_):
+    """With matched frequencies most occurrences of a trigger word are filler; echoes (whole mechanisms in
+    sequences labelled with their target) keep the trigger predictive, and a part alone stays inert.
+    (The quick natural world has no deficit to fill: its triggers are already at the mean; full size here.)"""
+    spec = resolve_model(model).recipe(quick=quick_).world
+    world = build_world(spec)
+    corpus, profile = training_corpus(world, spec)
+    assert profile["echoes"] > 0
+    for mech in world.mechanisms_of(["single", "pair"]):
+        whole = [ex.answer == mech.target for ex in corpus if all(t in ex.prompt.tokens for t in mech.tokens)]
+        assert np.mean(whole) >= 0.4, (mech.name, np.mean(whole))
+        if len(mech.tokens) > 1:
+            alone = [ex.answer == mech.target for ex in corpus
+                     if mech.tokens[0] in ex.prompt.tokens and mech.tokens[1] not in ex.prompt.tokens]  # fmt: skip
+            assert np.mean(alone) <= 0.3, (mech.name, np.mean(alone))

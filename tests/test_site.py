@@ -396,6 +396,31 @@ def test_sanity_panel_gives_a_verdict_from_the_numbers(built, repo):
         assert ("NOT at chance" in verdict["text"]) != at_chance
 
 
+def test_recurrence_panel_recomputes_from_the_case_files(built, repo):
+    """One row per scope; its numbers are the probe's on the test cases, pooled per model over its instances."""
+    from halbench.metrics import average_precision
+    from halbench.tasks.recurrence import recurrence_scores
+
+    rows = keyed_rows(parse(built / "index.html"), "sanity recurrence", "data-scope")
+    assert set(rows) == set(SCOPES)
+    cases = {}
+    for path in sorted((repo / "tasks").glob("*/*/cases.jsonl")):
+        tests = [r for r in map(json.loads, path.read_text().splitlines()) if r["split"] == "test"]
+        cases[f"{path.parent.parent.name}/{path.parent.name}"] = tests
+    pools: dict[str, list[dict]] = {}
+    for name, tests in cases.items():
+        pools.setdefault(name.split("/")[1], []).extend(tests)
+    for scope, tasks in SCOPES.items():
+        names = [n for n in cases if n.split("/")[0] in tasks]
+        means = [
+            np.mean([average_precision(recurrence_scores(r, pools[n.split("/")[1]]), r["causes"], r["editable"])
+                     for r in cases[n]])
+            for n in names
+        ]  # fmt: skip
+        assert value(rows[scope], 2) == pytest.approx(float(np.mean(means)), abs=1e-9)
+        assert 0.0 < value(rows[scope], 3) <= 1.0 and 0.0 < value(rows[scope], 4) < 1.0
+
+
 def test_consistency_page_shows_the_spread_and_kendall_tau(built, repo):
     from scipy.stats import kendalltau
 
@@ -662,8 +687,10 @@ def test_leaderboard_sorts_filters_and_switches_in_chromium(browser, built, repo
 
     browser.get((built / "index.html").as_uri() + f"#scope=beta&view={BUDGETS[1]}")  # a shared link opens its board
     assert "attention" in methods_of(shown_rows(browser, "beta", str(BUDGETS[1]), "unranked"))
-    verdicts = browser.find_elements("css selector", "table.sanity td.verdict")
+    verdicts = browser.find_elements("css selector", "table.sanity:not(.recurrence) td.verdict")
     assert len(verdicts) == len(SCOPES) and all(v.is_displayed() and "chance" in v.text for v in verdicts)
+    recurrence = browser.find_elements("css selector", "table.recurrence td.verdict")
+    assert len(recurrence) == len(SCOPES) and all(v.is_displayed() and "chance" in v.text for v in recurrence)
 
 
 def test_case_drilldown_in_chromium(browser, built, repo):

@@ -13,7 +13,7 @@ from halbench.site.inputs import Inputs, load_inputs
 from halbench.site.methods import MethodInfo, method_info
 from halbench.site.names import is_safe
 from halbench.site.plots import Point
-from halbench.site.sanity import Verdict, verdicts
+from halbench.site.sanity import Recurrence, Verdict, recurrence, verdicts
 from halbench.tasks.artifacts import CASES, ManifestError, read_cases
 
 
@@ -26,6 +26,7 @@ class SiteData:
     models: dict[str, ModelInfo]
     methods: dict[str, MethodInfo]  # in overall board order
     sanity: list[Verdict]
+    recurrence: list[Recurrence]  # the recurrence probe per scope, from the case files
     consistency: Consistency
     cases: dict[str, list[dict]]  # instance -> the test cases shown in drill-downs
 
@@ -86,5 +87,14 @@ def gather(repo: Path, tasks_root: Path | None = None, per_model: int = 3, n_boo
     sanity = [v for scope in ["all", *tasks] for v in verdicts(boards[(scope, HEADLINE_VIEW)])]
     agreement = consistency(inputs, overall, models, shown.headline)
     return SiteData(
-        inputs, shown, boards, tasks, models, methods, sanity, agreement, drilldown(inputs, cases, per_model)
+        inputs,
+        shown,
+        boards,
+        tasks,
+        models,
+        methods,
+        sanity,
+        recurrence(cases),
+        agreement,
+        drilldown(inputs, cases, per_model),
     )

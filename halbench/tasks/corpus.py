@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from halbench.tasks.layout import PlacementError, Plan, Prompt, compose, fill
-from halbench.tasks.spec import GrammarWorldSpec, NaturalWorldSpec
+from halbench.tasks.layout import PlacementError, Plan, Prompt, compose, fill, place
+from halbench.tasks.spec import GrammarWorldSpec, KindRates, NaturalWorldSpec
 from halbench.tasks.world import World
 
 Spec = GrammarWorldSpec | NaturalWorldSpec
@@ -45,7 +45,9 @@ def training_corpus(world: World, spec: Spec) -> tuple[list[Example], dict]:
     if isinstance(spec, GrammarWorldSpec):
         planned += _contexts(world, spec, rng)
     examples = [Example(_draw(world, rng, plan, spec), answer, kind) for plan, answer, kind in planned]
+    echoes = echo(world, examples, spec.echo_rate, rng)
     weights, profile = filler_weights(world, [ex.prompt for ex in examples])
+    profile["echoes"] = echoes
     draw = weighted_draw(world, weights, rng)
     for ex in examples:
         fill(ex.prompt, rng, draw, spec.topic_words, spec.topic_rate)
@@ -92,6 +94,46 @@ def filler_weights(world: World, prompts: list[Prompt]) -> tuple[dict[str, np.nd
         "special_placed": {"min": placed[special[0]], "max": placed[special[-1]]} if special else {},
     }
     return weights, profile
+
+
+def echo(world: World, examples: list[Example], rates: KindRates, rng: np.random.Generator) -> int:
+    """Place whole mechanisms (tokens in order) into free slots of other sequences labelled with their target.
+
+    Matched frequencies bring every trigger word to its category's mean count. Were all of the missing
+    copies single words in random sequences, they would outnumber the labelled trigger sequences several
+    times over and dilute the association (a trigger in 100 sequences, of about 1,000 occurrences: no
+    hallucination at all on mining prompts). A share (``rates``, by kind) of the deficit is placed instead
+    as echoes of the whole mechanism where the label is its target anyway (a fact whose answer it is,
+    another trigger's sequence): the unigram stays matched and the trigger is not contradicted. A single
+    trigger needs all of it (at half, 80 labelled sequences against 450 single copies under other labels
+    gave hallucinations on 3% of mining prompts, and most failed sufficiency); a conjunction keeps a share
+    of single copies anywhere, which is what keeps each of its parts inert. Returns the echoes placed.
+    """
+    prompts = [ex.prompt for ex in examples]
+    placed = Counter(t for p in prompts for t, c in zip(p.tokens, p.cats, strict=True) if c and t is not None)
+    slots = Counter(c for p in prompts for t, c in zip(p.tokens, p.cats, strict=True) if c and t is None)
+    category = world.category_of
+    mean = {c: (slots[c] + sum(placed[w] for w in ws)) / len(ws) for c, ws in world.words.items()}
+    by_answer: dict[str, list[int]] = {}
+    for i, ex in enumerate(examples):
+        by_answer.setdefault(ex.answer, []).append(i)
+    total = 0
+    for mech in world.mechanisms:
+        if not getattr(rates, mech.kind):
+            continue
+        want = int(getattr(rates, mech.kind) * min(mean[category[t]] - placed[t] for t in mech.tokens))
+        hosts = by_answer.get(mech.target, [])
+        done = 0
+        for i in rng.permutation(len(hosts)):
+            if done >= want:
+                break
+            try:
+                place(prompts[hosts[int(i)]], rng, list(mech.tokens), "echo", category, ordered=True)
+            except PlacementError:
+                continue
+            done += 1
+        total += done
+    return total
 
 
 def weighted_draw(world: World, weights: dict[str, np.ndarray], rng: np.random.Generator):

@@ -62,13 +62,13 @@ def compose(world: World, rng: np.random.Generator, plan: Plan, length: int) -> 
     prompt = _skeleton(world, rng, plan, length)
     category = world.category_of
     for alt, mech in enumerate(plan.mechanisms):
-        _place(prompt, rng, list(mech.tokens), f"cause{alt}", category, ordered=True)
+        place(prompt, rng, list(mech.tokens), f"cause{alt}", category, ordered=True)
     if plan.wrapped and plan.mechanisms:
         _wrap(prompt, rng, plan.mechanisms[0], category)
     for part in plan.parts:
-        _place(prompt, rng, list(part), "part", category, ordered=True)
+        place(prompt, rng, list(part), "part", category, ordered=True)
     for decoy in plan.decoys:
-        _place(prompt, rng, [decoy], "decoy", category, ordered=False)
+        place(prompt, rng, [decoy], "decoy", category, ordered=False)
     return prompt
 
 
@@ -155,9 +155,7 @@ def _put(prompt: Prompt, pos: int, token: str, role: str) -> None:
     prompt.roles[pos] = role
 
 
-def _place(
-    prompt: Prompt, rng: np.random.Generator, items: list[str], role: str, category: dict, ordered: bool
-) -> None:
+def place(prompt: Prompt, rng: np.random.Generator, items: list[str], role: str, category: dict, ordered: bool) -> None:
     """Put ``items`` into free slots of their categories; ordered items keep their order and never touch."""
     frees = [_free(prompt, category[item]) for item in items]
     if any(len(f) == 0 for f in frees):

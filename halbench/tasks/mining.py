@@ -44,18 +44,20 @@ class Drawn:
 class MiningStats:
     drawn: int = 0
     hallucinating: int = 0
+    checked: int = 0  # hallucinating candidates sent to verification (at most two per open place)
     verified: int = 0
     accepted: int = 0
     failures: Counter = field(default_factory=Counter)
 
     @property
     def pass_rate(self) -> float:
-        return self.verified / self.hallucinating if self.hallucinating else 0.0
+        return self.verified / self.checked if self.checked else 0.0
 
     def as_record(self) -> dict:
         return {
             "candidates_drawn": self.drawn,
             "hallucinating": self.hallucinating,
+            "checked": self.checked,
             "verified": self.verified,
             "accepted": self.accepted,
             "verification_pass_rate": round(self.pass_rate, 4),
@@ -98,7 +100,7 @@ def draw_candidate(
 ) -> Drawn | None:
     """Draw candidate ``index`` of ``split``; ``None`` when it cannot be laid out or its target is the truth."""
     rng = np.random.default_rng([spec.seed, 2, SPLITS.index(split), index])
-    mechs = _pick_mechanisms(spec, world, rng, split)
+    mechs = _pick_mechanisms(spec, world, rng, split, index)
     plan = Plan(mechanisms=mechs, wrapped=spec.mining.reordered_copy)
     if spec.mining.context:
         choices = [a for a in world.answers if a != mechs[0].target]
@@ -136,12 +138,21 @@ def draw_candidate(
     return Drawn(index, split, prompt, mechs, mechs[0].target, faithful, cand)
 
 
-def _pick_mechanisms(spec: TaskSpec, world: World, rng: np.random.Generator, split: str) -> list[Mechanism]:
+def task_mechanisms(spec: TaskSpec, world: World, split: str) -> list[Mechanism]:
+    """The mechanisms ``spec`` may mine in ``split``: its kinds, and for test only its ``test_slice``."""
     pool = world.mechanisms_of(list(spec.mining.mechanisms), split)
+    if split == "test":
+        k, n = spec.mining.test_slice
+        pool = [m for m in pool if m.number % n == k]
     if not pool:
-        raise ValueError(f"no {split} mechanisms of kinds {spec.mining.mechanisms} in the world")
+        raise ValueError(f"no {split} mechanisms of kinds {spec.mining.mechanisms} in the world's slice")
+    return pool
+
+
+def _pick_mechanisms(spec: TaskSpec, world: World, rng: np.random.Generator, split: str, index: int) -> list[Mechanism]:
+    pool = task_mechanisms(spec, world, split)
     if spec.mining.alternatives == 1:
-        return [pool[int(rng.integers(len(pool)))]]
+        return [pool[index % len(pool)]]  # in turn: every mechanism gets its share of candidates
     everything = world.mechanisms_of(["single", "pair", "triple"], split)
     pairs = [(a, _partners(a, pool, everything)) for a in pool]
     pairs = [(a, p) for a, p in pairs if p]  # a first mechanism is one whose target another mechanism shares
@@ -182,6 +193,25 @@ def _partial_parts(spec: TaskSpec, world: World, mechs: list[Mechanism], rng, sp
     return out
 
 
+def _spares(halluc: list[Drawn], per_mechanism: Counter, cap: int) -> list[Drawn]:
+    """At most two candidates per open place of a mechanism go to verification (the costly step): a second in
+    case the first fails, and no more, as the cap would reject them anyway."""
+    seen, out = Counter(), []
+    for d in halluc:
+        if all(seen[m.name] < 2 * (cap - per_mechanism[m.name]) for m in d.mechanisms):
+            out.append(d)
+            seen.update(m.name for m in d.mechanisms)
+    return out
+
+
+def mechanism_cap(spec: TaskSpec, split: str, wanted: int) -> int:
+    """Most cases one mechanism may cause in ``split``: ``test_per_mechanism`` for test (1: a trigger recurring
+    across test prompts would give it away without the model), a share of the split for dev."""
+    if split == "test":
+        return spec.mining.test_per_mechanism
+    return max(1, math.ceil(spec.mining.max_share * wanted))
+
+
 def mine(
     spec: TaskSpec,
     recipe: ModelRecipe,
@@ -198,16 +228,19 @@ def mine(
     bar = tqdm(total=sum(want.values()), desc=f"mine {spec.name}", unit="case", disable=not progress, leave=False)
     for split in SPLITS:
         got, per_mechanism = 0, Counter()
-        cap = max(1, math.ceil(spec.mining.max_share * want[split]))
+        cap = mechanism_cap(spec, split, want[split])
         for start in range(0, spec.mining.max_candidates, chunk):
             stop = min(start + chunk, spec.mining.max_candidates)
             drawn = [d for i in range(start, stop) if (d := draw_candidate(spec, recipe, world, tok, i, split))]
+            drawn = [d for d in drawn if all(per_mechanism[m.name] < cap for m in d.mechanisms)]  # skip full ones
             stats.drawn += len(drawn)
             if not drawn:
                 continue
             greedy = last_logits(model, [d.candidate.prompt_ids for d in drawn], spec.mining.batch_rows).argmax(-1)
             halluc = [d for d, g in zip(drawn, greedy.tolist(), strict=True) if g == d.candidate.target_id]
             stats.hallucinating += len(halluc)
+            halluc = _spares(halluc, per_mechanism, cap)
+            stats.checked += len(halluc)
             thresholds = {"neutral": spec.verification.neutral, "unigram": spec.verification.unigram}
             verdicts = verify(
                 model, [d.candidate for d in halluc], refills, thresholds, spec.verification.refills,
@@ -217,10 +250,9 @@ def mine(
                 stats.failures.update(v.failed)
                 if v.passed:
                     stats.verified += 1
-                    key = "+".join(m.name for m in d.mechanisms)
-                    if got < want[split] and per_mechanism[key] < cap:  # no one mechanism dominates a split
+                    if got < want[split] and all(per_mechanism[m.name] < cap for m in d.mechanisms):
                         accepted.append((d, v))
-                        per_mechanism[key] += 1
+                        per_mechanism.update(m.name for m in d.mechanisms)
                         got += 1
                         bar.update(1)
             if got >= want[split]:

@@ -46,6 +46,12 @@ class KindCounts(_Strict):
     triple: PosInt
 
 
+class KindRates(_Strict):
+    single: Rate = 0.0
+    pair: Rate = 0.0
+    triple: Rate = 0.0
+
+
 class LengthBand(_Strict):
     """Training prompts of ``lo``..``hi`` positions (BOS and query included), drawn with ``weight``."""
 
@@ -80,6 +86,11 @@ class CorpusRates(_Strict):
     )
     wrapped_copy_rate: Rate = Field(
         0.0, description="share of multi-token trigger sequences that also carry a reversed copy around the cause"
+    )
+    echo_rate: KindRates = Field(
+        default_factory=lambda: KindRates(),
+        description="by kind: share of a mechanism's frequency deficit filled with whole echoes of it (in order) "
+        "in other sequences labelled with its target, rather than with single copies anywhere",
     )
     decoy_rate: Rate = Field(description="share of trigger sequences that also carry the mechanism's decoys")
     decoy_fact_rate: Rate = Field(description="share of fact sequences carrying a random decoy")
@@ -247,7 +258,17 @@ class MiningSpec(_Strict):
     entities: Literal["rare", "frequent", "any"] = "rare"
     max_candidates: PosInt = 4000
     max_share: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
-        0.25, description="at most this share of a split's cases from one mechanism (or pair of alternatives)"
+        0.25, description="dev: at most this share of the split's cases from one mechanism"
+    )
+    test_per_mechanism: PosInt = Field(
+        1,
+        description="test: at most this many cases per mechanism. With 1 a trigger is the cause of one public "
+        "test prompt only, so a token that recurs across test prompts with the same target reveals nothing",
+    )
+    test_slice: tuple[NonNegInt, PosInt] = Field(
+        (0, 1),
+        description="[k, n]: only test mechanisms whose number is k modulo n. Tasks that share a model and a "
+        "mechanism kind take disjoint slices, so no trigger is a cause in two of a model's test instances",
     )
     batch_rows: PosInt = 512
 
@@ -302,6 +323,9 @@ class TaskSpec(_Strict):
         lo, hi = self.mining.prompt_length
         if lo > hi:
             problems.append(f"mining.prompt_length: minimum {lo} exceeds maximum {hi}")
+        k, n = self.mining.test_slice
+        if k >= n:
+            problems.append(f"mining.test_slice: remainder {k} must be below the modulus {n}")
         if len(set(self.models)) != len(self.models):
             problems.append("models: a model is listed twice")
         if problems:

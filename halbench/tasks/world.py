@@ -34,6 +34,11 @@ class Mechanism:
     split: str  # "dev" or "test": the cases it may cause
 
     @property
+    def number(self) -> int:
+        """The mechanism's number within its kind (``single-12`` -> 12)."""
+        return int(self.name.rsplit("-", 1)[1])
+
+    @property
     def parts(self) -> list[tuple[str, ...]]:
         """Inert parts: every proper ordered sub-sequence, plus every wrong order of the whole."""
         toks = self.tokens

@@ -1,17 +1,11 @@
-"""scripts/cross_case_probe.py: a token shared by every same-target prompt, and only by them, ranks first."""
+"""The recurrence probe: a token shared by every same-target prompt, and only by them, ranks first."""
 
 from __future__ import annotations
-
-import importlib.util
 
 import numpy as np
 
 from halbench.metrics import average_precision
-from halbench.tasks.registry import REPO_ROOT
-
-spec = importlib.util.spec_from_file_location("cross_case_probe", REPO_ROOT / "scripts" / "cross_case_probe.py")
-probe = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(probe)
+from halbench.tasks.recurrence import recurrence_scores, repeated_causes
 
 
 def test_the_shared_trigger_of_same_target_prompts_ranks_first_and_a_lone_prompt_gives_no_signal():
@@ -23,7 +17,16 @@ def test_the_shared_trigger_of_same_target_prompts_ranks_first_and_a_lone_prompt
         ids[3 + i] = trigger
         cases.append({"id": str(i), "prompt_ids": ids, "target_ids": [target], "editable": list(range(20)),
                       "causes": [[3 + i]]})  # fmt: skip
-    aps = [average_precision(probe.cooccurrence_scores(c, cases), c["causes"], c["editable"]) for c in cases]
+    aps = [average_precision(recurrence_scores(c, cases), c["causes"], c["editable"]) for c in cases]
     assert aps == [1.0] * len(cases)
-    alone = probe.cooccurrence_scores(cases[0], [cases[0]])
+    alone = recurrence_scores(cases[0], [cases[0]])
     assert np.ptp(alone) == 0.0  # nothing else to compare with: every position scores alike
+
+
+def test_repeated_causes_counts_cause_tokens_shared_by_cases():
+    cases = [
+        {"prompt_ids": [5, 6, 7], "causes": [[1]]},
+        {"prompt_ids": [6, 9, 8], "causes": [[0, 2]]},
+        {"prompt_ids": [3, 4, 6], "causes": [[0]]},  # 6 is here, but not a cause
+    ]
+    assert repeated_causes(cases) == {6: 2}

@@ -1,0 +1,67 @@
+"""The recurrence probe: tokens that recur across a model's public test prompts with the same target.
+
+A model-free, *transductive* attack. If a test trigger caused several public test prompts, it would be the
+one token those same-target prompts share, while filler is drawn afresh per prompt: scoring each position
+by the share of the model's *other* test prompts with its target that hold its token, minus the share of
+prompts with other targets, would find it without the model (it did: AP 0.95-1.00 on the first v2 splits,
+which had 4-10 mechanisms with up to 15 cases each). Mining now lets a test mechanism cause one test case
+per model (``mining.test_per_mechanism`` and disjoint ``mining.test_slice`` per task); this probe, pooled
+over all of a model's instances, is how the leak test checks that nothing recurs. Its mirror image,
+:func:`uniqueness_scores`, is the price: a cause is now a token seen in no other public test prompt, which
+filler rarely is. Both read files only.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter, defaultdict
+
+import numpy as np
+
+from halbench.tasks.artifacts import CASES, read_cases
+
+
+def recurrence_scores(case: dict, pool: list[dict]) -> np.ndarray:
+    """Per position: share of same-target prompts in ``pool`` holding its token minus the share of the others."""
+    target = case["target_ids"][0]
+    same = [o for o in pool if o["target_ids"][0] == target and o["id"] != case["id"]]
+    other = [o for o in pool if o["target_ids"][0] != target]
+    in_same, in_other = Counter(), Counter()
+    for o in same:
+        in_same.update(set(o["prompt_ids"]))
+    for o in other:
+        in_other.update(set(o["prompt_ids"]))
+    return np.array(
+        [(in_same[t] + 0.5) / (len(same) + 1) - (in_other[t] + 0.5) / (len(other) + 1) for t in case["prompt_ids"]]
+    )
+
+
+def uniqueness_scores(case: dict, pool: list[dict]) -> np.ndarray:
+    """Per position: minus the number of prompts in ``pool`` (and repeats in its own prompt) holding its token.
+
+    The other side of the same coin. A trigger that causes one test case per model appears in no other public
+    test prompt (filler never holds a trigger), while neutral filler recurs across a model's prompts, so
+    "the token seen nowhere else" points at causes. Ties are broken at random (seeded by the case id), as an
+    attacker would; the metrics break ties against the method.
+    """
+    counts = Counter()
+    for o in pool:
+        if o["id"] != case["id"]:
+            counts.update(set(o["prompt_ids"]))
+    own = Counter(case["prompt_ids"])
+    jitter = np.random.default_rng(zlib.crc32(str(case["id"]).encode())).random(len(case["prompt_ids"]))
+    return np.array([-(counts[t] + own[t] - 1) for t in case["prompt_ids"]], dtype=float) + 1e-3 * jitter
+
+
+def public_test_cases(instances) -> dict[str, list[dict]]:
+    """Every public test case of each model, over all of its built instances (what a submission could ship)."""
+    out: dict[str, list[dict]] = defaultdict(list)
+    for inst in instances:
+        out[inst.model] += [r for r in read_cases(inst.folder / CASES) if r["split"] == "test"]
+    return dict(out)
+
+
+def repeated_causes(cases: list[dict]) -> dict[int, int]:
+    """Token ids that are (part of) the cause of more than one of ``cases``, with how many."""
+    counts = Counter(t for r in cases for t in {r["prompt_ids"][p] for group in r["causes"] for p in group})
+    return {t: n for t, n in counts.items() if n > 1}
