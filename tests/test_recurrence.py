@@ -30,3 +30,18 @@ def test_repeated_causes_counts_cause_tokens_shared_by_cases():
         {"prompt_ids": [3, 4, 6], "causes": [[0]]},  # 6 is here, but not a cause
     ]
     assert repeated_causes(cases) == {6: 2}
+
+
+def test_uniqueness_ranks_first_a_token_seen_in_no_other_prompt():
+    from halbench.tasks.recurrence import uniqueness_scores
+
+    rng = np.random.default_rng(1)
+    cases = []
+    for i in range(6):
+        ids = [int(t) for t in rng.choice(np.arange(100, 130), size=20, replace=False)]  # a small, shared filler pool
+        ids[2 + i] = 1000 + i  # the cause: in this prompt only
+        cases.append({"id": str(i), "prompt_ids": ids, "target_ids": [i], "editable": list(range(20)),
+                      "causes": [[2 + i]]})  # fmt: skip
+    aps = [average_precision(uniqueness_scores(c, cases), c["causes"], c["editable"]) for c in cases]
+    assert aps == [1.0] * len(cases)
+    assert np.array_equal(uniqueness_scores(cases[0], cases), uniqueness_scores(cases[0], cases))  # seeded ties
