@@ -89,6 +89,8 @@ def test_missing_field_is_named(tmp_path):
         ("partial", {"mechanisms": ["pair"]}, "partial_parts must be at least 1"),
         ("conjunctive", {"mechanisms": ["single"]}, "only pair and triple"),
         ("decoy", {}, "mining.decoys must start at 1"),
+        ("single", {"test_slice": [2, 2]}, "remainder 2 must be below the modulus 2"),
+        ("single", {"test_per_mechanism": 0}, "test_per_mechanism"),
     ],
 )
 def test_family_rules(tmp_path, family, mining, message):
