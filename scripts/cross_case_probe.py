@@ -16,20 +16,20 @@ import numpy as np
 
 from halbench.metrics import average_precision
 from halbench.tasks.artifacts import CASES, read_cases
-from halbench.tasks.recurrence import public_test_cases, recurrence_scores, repeated_causes, uniqueness_scores
+from halbench.tasks.recurrence import (
+    expected_random_ap,
+    public_test_cases,
+    recurrence_scores,
+    repeated_causes,
+    uniqueness_scores,
+)
 from halbench.tasks.registry import built_instances
-
-
-def expected_random_ap(case: dict, draws: int, rng: np.random.Generator) -> float:
-    n = len(case["prompt_ids"])
-    return float(np.mean([average_precision(rng.random(n), case["causes"], case["editable"]) for _ in range(draws)]))
 
 
 def main() -> None:
     print("| instance | test cases | mechanisms | largest mechanism | causes repeated in the model's test cases "
           "| recurrence (all of the model's test prompts) | online | uniqueness | random |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
-    rng = np.random.default_rng(0)
     instances = built_instances()
     pools = public_test_cases(instances)
     for inst in instances:
@@ -41,7 +41,7 @@ def main() -> None:
             [average_precision(recurrence_scores(r, test[:i]), r["causes"], r["editable"]) for i, r in enumerate(test)]
         )
         unique = np.mean([average_precision(uniqueness_scores(r, pool), r["causes"], r["editable"]) for r in test])
-        chance = np.mean([expected_random_ap(r, 200, rng) for r in test])
+        chance = np.mean([expected_random_ap(r, 200) for r in test])
         print(
             f"| {inst.name} | {len(test)} | {len(mechanisms)} | {max(mechanisms.values())} "
             f"| {len(repeated_causes(pool))} | {full:.3f} | {online:.3f} | {unique:.3f} | {chance:.3f} |"

@@ -7,7 +7,6 @@ model rows; on a sound suite it scores like ``random``. The verdict is the suite
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,7 +14,7 @@ import numpy as np
 from halbench.leaderboard import Board
 from halbench.metrics import average_precision
 from halbench.metrics.hierarchical import Interval
-from halbench.tasks.recurrence import recurrence_scores, repeated_causes, uniqueness_scores
+from halbench.tasks.recurrence import expected_random_ap, recurrence_scores, repeated_causes, uniqueness_scores
 
 TOLERANCE = 0.05
 REFERENCE = "random"
@@ -131,7 +130,5 @@ def _instance_means(records: list[dict], pool: list[dict], draws: int) -> tuple[
     for r in records:
         probe.append(average_precision(recurrence_scores(r, pool), r["causes"], r["editable"]))
         unique.append(average_precision(uniqueness_scores(r, pool), r["causes"], r["editable"]))
-        rng = np.random.default_rng(zlib.crc32(str(r["id"]).encode()))
-        n = len(r["prompt_ids"])
-        chance.append(np.mean([average_precision(rng.random(n), r["causes"], r["editable"]) for _ in range(draws)]))
+        chance.append(expected_random_ap(r, draws))
     return float(np.mean(probe)), float(np.mean(unique)), float(np.mean(chance))

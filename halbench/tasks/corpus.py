@@ -73,24 +73,30 @@ def _draw(world: World, rng: np.random.Generator, plan: Plan, spec: Spec) -> Pro
     raise PlacementError(f"could not lay out {plan} in 20 draws; lengthen the prompts")
 
 
+def category_counts(world: World, prompts: list[Prompt]) -> tuple[Counter, dict[str, float]]:
+    """How often each word is already placed, and each category's mean count per word once filler is drawn."""
+    placed = Counter(t for p in prompts for t, c in zip(p.tokens, p.cats, strict=True) if c and t is not None)
+    slots = Counter(c for p in prompts for t, c in zip(p.tokens, p.cats, strict=True) if c and t is None)
+    mean = {c: (slots[c] + sum(placed[w] for w in ws)) / len(ws) for c, ws in world.words.items()}
+    return placed, mean
+
+
 def filler_weights(world: World, prompts: list[Prompt]) -> tuple[dict[str, np.ndarray], dict]:
     """Per category, filler weights that bring every word to the category's mean count.
 
     A word already placed ``k`` times (as a trigger, part, copy or decoy) gets weight ``c - k``, where
     ``c`` is the category's mean count per word; the profile reports how far placed words exceed ``c``.
     """
-    placed = Counter(t for p in prompts for t, c in zip(p.tokens, p.cats, strict=True) if c and t is not None)
-    slots = Counter(c for p in prompts for t, c in zip(p.tokens, p.cats, strict=True) if c and t is None)
+    placed, mean = category_counts(world, prompts)
     weights, worst = {}, 0.0
     for cat, words in world.words.items():
-        mean = (slots[cat] + sum(placed[w] for w in words)) / len(words)
         counts = np.array([placed[w] for w in words], dtype=float)
-        worst = max(worst, float(counts.max() / mean) if mean else 0.0)
-        weights[cat] = np.clip(mean - counts, 0.0, None)
+        worst = max(worst, float(counts.max() / mean[cat]) if mean[cat] else 0.0)
+        weights[cat] = np.clip(mean[cat] - counts, 0.0, None)
     special = sorted(world.special, key=lambda w: placed[w])
     profile = {
         "max_placed_over_mean": round(worst, 3),
-        "mean_count": {c: round((slots[c] + sum(placed[w] for w in ws)) / len(ws), 1) for c, ws in world.words.items()},
+        "mean_count": {c: round(m, 1) for c, m in mean.items()},
         "special_placed": {"min": placed[special[0]], "max": placed[special[-1]]} if special else {},
     }
     return weights, profile
@@ -110,18 +116,17 @@ def echo(world: World, examples: list[Example], rates: KindRates, rng: np.random
     of single copies anywhere, which is what keeps each of its parts inert. Returns the echoes placed.
     """
     prompts = [ex.prompt for ex in examples]
-    placed = Counter(t for p in prompts for t, c in zip(p.tokens, p.cats, strict=True) if c and t is not None)
-    slots = Counter(c for p in prompts for t, c in zip(p.tokens, p.cats, strict=True) if c and t is None)
+    placed, mean = category_counts(world, prompts)
     category = world.category_of
-    mean = {c: (slots[c] + sum(placed[w] for w in ws)) / len(ws) for c, ws in world.words.items()}
     by_answer: dict[str, list[int]] = {}
     for i, ex in enumerate(examples):
         by_answer.setdefault(ex.answer, []).append(i)
     total = 0
     for mech in world.mechanisms:
-        if not getattr(rates, mech.kind):
+        rate = getattr(rates, mech.kind)
+        if not rate:
             continue
-        want = int(getattr(rates, mech.kind) * min(mean[category[t]] - placed[t] for t in mech.tokens))
+        want = int(rate * min(mean[category[t]] - placed[t] for t in mech.tokens))
         hosts = by_answer.get(mech.target, [])
         done = 0
         for i in rng.permutation(len(hosts)):

@@ -193,6 +193,10 @@ def _partial_parts(spec: TaskSpec, world: World, mechs: list[Mechanism], rng, sp
     return out
 
 
+def _has_room(d: Drawn, per_mechanism: Counter, cap: int) -> bool:
+    return all(per_mechanism[m.name] < cap for m in d.mechanisms)
+
+
 def _spares(halluc: list[Drawn], per_mechanism: Counter, cap: int) -> list[Drawn]:
     """At most two candidates per open place of a mechanism go to verification (the costly step): a second in
     case the first fails, and no more, as the cap would reject them anyway."""
@@ -232,7 +236,7 @@ def mine(
         for start in range(0, spec.mining.max_candidates, chunk):
             stop = min(start + chunk, spec.mining.max_candidates)
             drawn = [d for i in range(start, stop) if (d := draw_candidate(spec, recipe, world, tok, i, split))]
-            drawn = [d for d in drawn if all(per_mechanism[m.name] < cap for m in d.mechanisms)]  # skip full ones
+            drawn = [d for d in drawn if _has_room(d, per_mechanism, cap)]  # skip full mechanisms before the model
             stats.drawn += len(drawn)
             if not drawn:
                 continue
@@ -250,7 +254,7 @@ def mine(
                 stats.failures.update(v.failed)
                 if v.passed:
                     stats.verified += 1
-                    if got < want[split] and all(per_mechanism[m.name] < cap for m in d.mechanisms):
+                    if got < want[split] and _has_room(d, per_mechanism, cap):
                         accepted.append((d, v))
                         per_mechanism.update(m.name for m in d.mechanisms)
                         got += 1

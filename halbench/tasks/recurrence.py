@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
+from halbench.metrics import average_precision
 from halbench.tasks.artifacts import CASES, read_cases
 
 
@@ -65,3 +66,10 @@ def repeated_causes(cases: list[dict]) -> dict[int, int]:
     """Token ids that are (part of) the cause of more than one of ``cases``, with how many."""
     counts = Counter(t for r in cases for t in {r["prompt_ids"][p] for group in r["causes"] for p in group})
     return {t: n for t, n in counts.items() if n > 1}
+
+
+def expected_random_ap(case: dict, draws: int) -> float:
+    """AP of a random order on ``case``, averaged over ``draws`` orders (seeded by the case id): the reference."""
+    rng = np.random.default_rng(zlib.crc32(str(case["id"]).encode()))
+    n = len(case["prompt_ids"])
+    return float(np.mean([average_precision(rng.random(n), case["causes"], case["editable"]) for _ in range(draws)]))
