@@ -188,6 +188,31 @@ def test_only_words_that_could_be_triggers_are_editable(quick):
         assert stated.positions("context") == [] and world.context_entities[0] in stated.tokens
 
 
+def test_no_editable_word_repeats_in_its_prompt(quick):
+    """Topic words repeat and causes never do, so repeated filler is fixed: "seen once" must not find causes."""
+    from collections import Counter
+
+    from halbench.tasks.mining import fix_non_trigger_positions, fix_repeated_words
+
+    spec, world = quick
+    pair = world.mechanisms_of(["pair"])[0]
+    parts = [m.proper_parts[0] for m in world.mechanisms_of(["pair", "triple"])[1:2]]
+    natural = world.kind == "natural"
+    repeated_before = 0
+    for seed in range(6):
+        plan = Plan(entity=world.rare[0], mechanisms=[pair], decoys=list(pair.decoys), parts=parts)
+        prompt = first_layout(world, spec, plan, 64, seed)
+        fix_non_trigger_positions(prompt, set(spec.trigger_categories) if natural else None)
+        counts = Counter(prompt.tokens[p] for p in prompt.editable)
+        repeated_before += sum(c > 1 for c in counts.values())
+        inert = prompt.positions("cause0", *INERT_ROLES)
+        fix_repeated_words(prompt)
+        counts = Counter(prompt.tokens)
+        assert all(counts[prompt.tokens[p]] == 1 for p in prompt.editable if prompt.roles[p] == "filler")
+        assert prompt.positions("cause0", *INERT_ROLES) == inert  # causes and distractors keep their roles
+    assert natural or repeated_before > 0  # grammar draws repeat topic words: the rule had something to fix
+
+
 def test_natural_prompts_end_less_than_a_sentence_short(quick):
     """A natural prompt stops at the last whole sentence that fits: drawn 32-96 long, it is 26-96 (docs/DESIGN.md)."""
     spec, world = quick

@@ -82,6 +82,20 @@ def fix_non_trigger_positions(prompt: Prompt, categories: set[str] | None) -> No
             prompt.roles[i] = "template"
 
 
+def fix_repeated_words(prompt: Prompt) -> None:
+    """Filler words that occur more than once in the prompt are fixed, so no editable word repeats.
+
+    A planted cause never repeats in its prompt, while topic words do (as in real text); with repeated filler
+    editable, "a word seen once in the prompt" was a model-free tell learnable from dev: the token_form probe
+    scored AP 0.202 against random's 0.129 on conjunctive/grammar-gpt2-d, editable non-causes repeating 0.7-1.2
+    times on average and causes never. Inert distractors (decoys, partial parts, reversed copies) keep their role.
+    """
+    counts = Counter(prompt.tokens)
+    for i, (role, token) in enumerate(zip(prompt.roles, prompt.tokens, strict=True)):
+        if role == "filler" and counts[token] > 1:
+            prompt.roles[i] = "template"
+
+
 def slot_pools(prompt: Prompt) -> list[str | None]:
     """The neutral refill pool of each position: its word category, ``any``, or None (fixed)."""
     out: list[str | None] = []
@@ -123,6 +137,8 @@ def draw_candidate(
     fill(prompt, rng, neutral_draw(world, rng), recipe.world.topic_words, recipe.world.topic_rate)
     natural = isinstance(recipe.world, NaturalWorldSpec)
     fix_non_trigger_positions(prompt, set(recipe.world.trigger_categories) if natural else None)
+    if spec.mining.fix_repeated:
+        fix_repeated_words(prompt)
     ids = tok.convert_tokens_to_ids(prompt.tokens)
     cand = Candidate(
         prompt_ids=ids,

@@ -270,6 +270,11 @@ class MiningSpec(_Strict):
         description="[k, n]: only test mechanisms whose number is k modulo n. Tasks that share a model and a "
         "mechanism kind take disjoint slices, so no trigger is a cause in two of a model's test instances",
     )
+    fix_repeated: bool = Field(
+        True,
+        description="fix filler words that occur twice in a prompt: a cause never repeats, so repetition among "
+        "editable words would tell causes apart without the model",
+    )
     batch_rows: PosInt = 512
 
 
