@@ -30,48 +30,47 @@ import numpy as np
 from halbench.tasks.bundle import load_bundle
 from halbench.tasks.forward import last_logits
 from halbench.tasks.registry import built_instances
+from halbench.tasks.verify import Refills
 
 ENTITY = ("", ", other entity", ", no entity")
 CONDITIONS = tuple(f"{kept}{e}" for e in ENTITY for kept in ("whole", "part"))
 
 
-def entity_swaps(record: dict, world: dict, tok, unigram, rng, n: int) -> dict[str, tuple[list[int], np.ndarray]]:
+def entity_swaps(record: dict, world: dict, tok, refills: Refills, rng, n: int) -> dict[str, tuple[list, np.ndarray]]:
     """Positions of the prompt's entity, and ``[n, 1]`` ids for them per condition: another rare entity with an
     unrelated fact (the same in every occurrence), or unigram draws (``[n, occurrences]``)."""
     facts = world["facts"]
     faithful, target = record["faithful_tokens"][0], record["target_tokens"][0]
     positions = [i for i, t in enumerate(record["prompt_tokens"]) if facts.get(t) == faithful]
     others = np.asarray(tok.convert_tokens_to_ids([e for e in world["rare"] if facts.get(e) not in (faithful, target)]))
-    ids, p = unigram
     return {
         ENTITY[1]: (positions, others[rng.integers(len(others), size=n)][:, None]),
-        ENTITY[2]: (positions, ids[rng.choice(len(ids), size=(n, len(positions)), p=p)]),
+        ENTITY[2]: (positions, refills.draw("unigram", rng, [], positions, n)),
     }
 
 
-def rows_for(record, keep, swap, unigram, rng, n) -> np.ndarray:
+def rows_for(record, keep, swap, refills: Refills, rng, n) -> np.ndarray:
     """``n`` copies of the prompt: editable positions outside ``keep`` unigram-refilled, the entity swapped."""
     rows = np.repeat(np.asarray(record["prompt_ids"])[None, :], n, axis=0)
     refill = [q for q in record["editable"] if q not in set(keep)]
-    ids, p = unigram
-    rows[:, refill] = ids[rng.choice(len(ids), size=(n, len(refill)), p=p)]
+    rows[:, refill] = refills.draw("unigram", rng, [], refill, n)
     if swap is not None:
         positions, entities = swap
         rows[:, positions] = entities
     return rows
 
 
-def case_rates(bundle, record, world, unigram, n: int) -> dict[str, float] | None:
+def case_rates(bundle, record, world, refills: Refills, n: int) -> dict[str, float] | None:
     cause = max(record["causes"], key=len)
     if len(cause) < 2:
         return None
     rng = np.random.default_rng(zlib.crc32(record["id"].encode()))
-    swaps = {ENTITY[0]: None, **entity_swaps(record, world, bundle.tokenizer, unigram, rng, n)}
+    swaps = {ENTITY[0]: None, **entity_swaps(record, world, bundle.tokenizer, refills, rng, n)}
     target = record["target_ids"][0]
     blocks = {}
     for e, swap in swaps.items():
-        blocks[f"whole{e}"] = [rows_for(record, cause, swap, unigram, rng, n)]
-        blocks[f"part{e}"] = [rows_for(record, [q], swap, unigram, rng, n) for q in cause]
+        blocks[f"whole{e}"] = [rows_for(record, cause, swap, refills, rng, n)]
+        blocks[f"part{e}"] = [rows_for(record, [q], swap, refills, rng, n) for q in cause]
     order = [(c, b) for c in CONDITIONS for b in blocks[c]]
     greedy = last_logits(bundle.model, np.concatenate([b for _, b in order]).tolist()).argmax(-1).numpy()
     hits = (greedy == target).reshape(len(order), n).mean(1)
@@ -91,10 +90,8 @@ def main() -> None:
             continue
         bundle = load_bundle(ref, device="cpu")
         world = json.loads((ref.model_folder / "world.json").read_text())
-        counts = bundle.unigram
-        ids = np.flatnonzero(counts > 0)
-        unigram = (ids, counts[ids] / counts[ids].sum())
-        rates = [r for rec in bundle.cases("test") if (r := case_rates(bundle, rec, world, unigram, args.refills))]
+        refills = Refills.from_records({}, bundle.unigram)
+        rates = [r for rec in bundle.cases("test") if (r := case_rates(bundle, rec, world, refills, args.refills))]
         means = " | ".join(f"{np.mean([r[c] for r in rates]):.2f}" for c in CONDITIONS)
         print(f"| {ref.name} | {len(rates)} | {means} |")
 

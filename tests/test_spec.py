@@ -38,7 +38,7 @@ def test_every_shipped_model_recipe_validates_full_and_quick(name):
     assert ref.recipe(quick=True).model.width < ref.recipe().model.width
 
 
-def test_every_task_runs_on_two_architectures_and_two_sizes_each_with_its_own_world():
+def test_two_architectures_per_task_two_sizes_per_world_kind_and_a_world_per_model():
     """The issue's target is three models per task, of two architectures and two sizes; grammar tasks have two
     this round and the shared-world pair is of one size (README, "Built so far"): a task is defined only on
     models whose world can support it (conjunctions need worlds without single triggers). Every world kind
