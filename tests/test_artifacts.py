@@ -10,8 +10,9 @@ import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from halbench.tasks.artifacts import check_manifest, read_manifest
+from halbench.tasks.check import check_instance
 from halbench.tasks.dataset import load_cases
-from halbench.tasks.registry import model_names, resolve_model
+from halbench.tasks.registry import InstanceRef, model_names, resolve_model
 
 from .conftest import BUILT, invoke
 
@@ -111,3 +112,37 @@ def test_verify_all_checks_every_built_instance():
     assert result.exit_code == 0, result.output
     for name in BUILT:
         assert f"ok   {name}" in result.output
+
+
+@pytest.fixture
+def task_copy(tmp_path):
+    """One committed instance with its task definition and model, copied so the definition can be edited."""
+    if not NAMES:
+        pytest.skip("no built instance")
+    inst = BUILT[NAMES[0]]
+    root = tmp_path / "tasks"
+    shutil.copytree(inst.model_folder, root / "_models" / inst.model)
+    shutil.copytree(inst.folder, root / inst.task / inst.model)
+    shutil.copy(inst.folder.parent / "task.yaml", root / inst.task / "task.yaml")
+    shutil.copytree(inst.folder.parents[1] / "_worlds", root / "_worlds")  # what task.yaml includes
+    return InstanceRef(inst.task, inst.model, root / inst.task / inst.model)
+
+
+def _edit_definition(ref: InstanceRef, old: str, new: str) -> None:
+    path = ref.folder.parent / "task.yaml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_adding_a_model_to_a_task_keeps_its_built_instances_valid(task_copy):
+    _edit_definition(task_copy, "models: [", "models: [some-new-model, ")
+    assert check_instance(task_copy, sample=1).problems == []
+
+
+def test_a_changed_mining_definition_or_dropped_model_is_reported(task_copy):
+    _edit_definition(task_copy, "seed: ", "seed: 1")
+    assert any("the definition changed since the build" in p for p in check_instance(task_copy, sample=1).problems)
+    _edit_definition(task_copy, "seed: 1", "seed: ")
+    _edit_definition(task_copy, f"{task_copy.model}", "some-other-model")
+    assert any(f"no longer lists model {task_copy.model}" in p for p in check_instance(task_copy, sample=1).problems)

@@ -50,6 +50,12 @@ def spec_hash(spec: TaskSpec | ModelRecipe) -> str:
     return canonical_hash(spec.model_dump(exclude={"quick"}))
 
 
+def mining_hash(spec: TaskSpec) -> str:
+    """What an instance's cases depend on: the definition less its list of models, so that adding a model to a
+    task leaves the instances already built on the others valid."""
+    return canonical_hash(spec.model_dump(exclude={"quick", "models"}))
+
+
 def _train(recipe: ModelRecipe, staging: Path, progress: bool) -> dict:
     """Train ``recipe`` into ``staging`` (model/, unigram.json, world.json) and return the training record."""
     world = build_world(recipe.world)

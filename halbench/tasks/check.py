@@ -9,7 +9,7 @@ from transformers import AutoModelForCausalLM
 
 from halbench.quiet import quiet_transformers
 from halbench.tasks.artifacts import CASES, MODEL_DIR, TASK_FILE, ManifestError, read_cases
-from halbench.tasks.build import load_refills, spec_hash
+from halbench.tasks.build import load_refills, mining_hash
 from halbench.tasks.bundle import verify_instance
 from halbench.tasks.dataset import validate_case
 from halbench.tasks.registry import InstanceRef
@@ -65,8 +65,10 @@ def check_instance(ref: InstanceRef, sample: int = 32, seed: int = 0) -> CheckRe
         except TaskSpecError as exc:
             report.problems.append(str(exc))
             return report
-        if spec_hash(current) != manifest.get("spec_hash"):
+        if mining_hash(current) != mining_hash(spec):
             report.problems.append(f"{definition}: the definition changed since the build; rebuild the task")
+        elif (model := manifest.get("model", {}).get("name")) not in current.models:
+            report.problems.append(f"{definition}: no longer lists model {model}; rebuild or remove the instance")
     report.problems += [p for r in records for p in validate_case(r)]
     if not report.problems:
         _reverify(spec, model_folder, records, sample, seed, report)
