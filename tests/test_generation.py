@@ -213,6 +213,28 @@ def test_no_editable_word_repeats_in_its_prompt(quick):
     assert natural or repeated_before > 0  # grammar draws repeat topic words: the rule had something to fix
 
 
+def test_with_a_reversed_copy_every_editable_word_occurs_twice(quick):
+    """An ordered cause's words occur twice (beside their copy), so every editable word must: repetition is
+    then the rule, not a tell, and the probe has only the order (which the model reads) to go on."""
+    from collections import Counter
+
+    from halbench.tasks.mining import fix_non_trigger_positions, pair_filler_words
+
+    spec, world = quick
+    if world.kind != "grammar":
+        pytest.skip("ordered is a grammar task")
+    pair = world.mechanisms_of(["pair"])[0]
+    for seed in range(6):
+        prompt = first_layout(world, spec, Plan(entity=world.rare[0], mechanisms=[pair], wrapped=True), 96, seed)
+        fix_non_trigger_positions(prompt, None)
+        inert = prompt.positions("cause0", *INERT_ROLES)
+        pair_filler_words(prompt, np.random.default_rng(seed))
+        counts = Counter(prompt.tokens)
+        assert all(counts[prompt.tokens[p]] == 2 for p in prompt.editable), seed
+        assert prompt.positions("cause0", *INERT_ROLES) == inert
+        assert len(prompt.editable) >= 3 * len(inert)  # filler stays editable, paired, not all fixed
+
+
 def test_natural_prompts_end_less_than_a_sentence_short(quick):
     """A natural prompt stops at the last whole sentence that fits: drawn 32-96 long, it is 26-96 (docs/DESIGN.md)."""
     spec, world = quick
@@ -226,7 +248,7 @@ def test_natural_prompts_end_less_than_a_sentence_short(quick):
             assert length - shortest < got <= length, (length, seed, got)
 
 
-@pytest.mark.parametrize("model", ["grammar-llama-b", "grammar-llama-c"])
+@pytest.mark.parametrize("model", ["grammar-llama-b", "grammar-llama-e"])
 def test_tasks_sharing_a_model_take_disjoint_test_mechanisms(model):
     """Tasks defined on one model split its test mechanisms (single/decoy the singles of the shared world;
     conjunctive/partial/ordered the pairs and triples of a world of conjunctions), each enough for its cases."""

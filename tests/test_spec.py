@@ -93,6 +93,7 @@ def test_missing_field_is_named(tmp_path):
     [
         ("redundant", {}, "alternatives must be 2"),
         ("ordered", {"mechanisms": ["pair"]}, "reordered_copy must be true"),
+        ("ordered", {"mechanisms": ["pair"], "reordered_copy": True}, "pair_filler must be true"),
         ("partial", {"mechanisms": ["pair"]}, "partial_parts must be at least 1"),
         ("conjunctive", {"mechanisms": ["single"]}, "only pair and triple"),
         ("decoy", {}, "mining.decoys must start at 1"),

@@ -275,6 +275,11 @@ class MiningSpec(_Strict):
         description="fix filler words that occur twice in a prompt: a cause never repeats, so repetition among "
         "editable words would tell causes apart without the model",
     )
+    pair_filler: bool = Field(
+        False,
+        description="every editable filler word occurs exactly twice (others are fixed): with a reversed copy the "
+        "cause's words occur twice, so repetition must be the rule for every editable word, not a tell",
+    )
     batch_rows: PosInt = 512
 
 
@@ -356,6 +361,8 @@ def _family_problems(spec: TaskSpec) -> list[str]:
         out.append("family context: mining.context must be true")
     if fam == "ordered" and not m.reordered_copy:
         out.append("family ordered: mining.reordered_copy must be true")
+    if m.reordered_copy and not m.pair_filler:
+        out.append("mining.reordered_copy: the cause's words then occur twice, so mining.pair_filler must be true")
     if fam == "partial" and m.partial_parts < 1:
         out.append("family partial: mining.partial_parts must be at least 1")
     return out
