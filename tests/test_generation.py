@@ -213,26 +213,42 @@ def test_no_editable_word_repeats_in_its_prompt(quick):
     assert natural or repeated_before > 0  # grammar draws repeat topic words: the rule had something to fix
 
 
-def test_with_a_reversed_copy_every_editable_word_occurs_twice(quick):
-    """An ordered cause's words occur twice (beside their copy), so every editable word must: repetition is
-    then the rule, not a tell, and the probe has only the order (which the model reads) to go on."""
+def test_with_a_reversed_copy_every_editable_word_occurs_twice_laid_out_as_the_cause(quick):
+    """An ordered cause's words occur twice, interleaved with their copy, so every editable word must, in the
+    same layout: repetition and layout are then the rule, not a tell, and only the order the model reads is."""
     from collections import Counter
 
-    from halbench.tasks.mining import fix_non_trigger_positions, pair_filler_words
+    from halbench.tasks.layout import avoiding, compose_echoed
+    from halbench.tasks.mining import fix_non_trigger_positions, fix_unpaired_filler
 
     spec, world = quick
     if world.kind != "grammar":
         pytest.skip("ordered is a grammar task")
     pair = world.mechanisms_of(["pair"])[0]
-    for seed in range(6):
-        prompt = first_layout(world, spec, Plan(entity=world.rare[0], mechanisms=[pair], wrapped=True), 96, seed)
-        fix_non_trigger_positions(prompt, None)
+    laid_out = 0
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        draw = neutral_draw(world, rng)
+        plan = Plan(entity=world.rare[0], mechanisms=[pair], wrapped=True)
+        try:
+            prompt = compose_echoed(world, rng, plan, 96, draw, [2, 3])
+        except PlacementError:
+            continue  # mining draws again, so does this test
+        laid_out += 1
         inert = prompt.positions("cause0", *INERT_ROLES)
-        pair_filler_words(prompt, np.random.default_rng(seed))
+        fill(prompt, rng, avoiding(draw, set(prompt.tokens)), spec.topic_words, spec.topic_rate)
+        fix_non_trigger_positions(prompt, None)
+        fix_unpaired_filler(prompt)
         counts = Counter(prompt.tokens)
         assert all(counts[prompt.tokens[p]] == 2 for p in prompt.editable), seed
         assert prompt.positions("cause0", *INERT_ROLES) == inert
-        assert len(prompt.editable) >= 3 * len(inert)  # filler stays editable, paired, not all fixed
+        assert len(prompt.editable) >= 3 * len(inert)  # the echoes stay editable
+        for p in prompt.editable:  # each editable word's two occurrences interleave with another word's
+            word = prompt.tokens[p]
+            first, second = [i for i, t in enumerate(prompt.tokens) if t == word]
+            others = {prompt.tokens[i] for i in range(first + 1, second) if i in prompt.editable}
+            assert any(sum(prompt.tokens[i] == o for i in range(first + 1, second)) == 1 for o in others), seed
+    assert laid_out >= 4
 
 
 def test_natural_prompts_end_less_than_a_sentence_short(quick):

@@ -209,3 +209,81 @@ def _wrap(prompt: Prompt, rng: np.random.Generator, mech: Mechanism, category: d
         raise PlacementError("cannot place the reversed copy in order")
     for pos, tok in zip(spots, [*before, toks[0]], strict=True):
         _put(prompt, int(pos), tok, "copy")
+
+
+def compose_echoed(world: World, rng: np.random.Generator, plan: Plan, length: int, draw, sizes: list[int]) -> Prompt:
+    """``compose`` for a wrapped single cause among echo groups, the cause placed at a random turn among them
+    (placed first, it would take the roomiest, most central slots and stand out by position)."""
+    if not (plan.wrapped and len(plan.mechanisms) == 1 and not plan.parts and not plan.decoys):
+        raise ValueError("echo groups go with one wrapped cause and no other distractors")
+    prompt = _skeleton(world, rng, plan, length)
+    free = sum(t is None and r == "filler" for t, r in zip(prompt.tokens, prompt.roles, strict=True))
+    echo_groups(prompt, rng, draw, sizes, limit=int(rng.integers(int(free / (2 * np.mean(sizes))) + 1)))
+    place(prompt, rng, list(plan.mechanisms[0].tokens), "cause0", world.category_of, ordered=True)
+    _wrap(prompt, rng, plan.mechanisms[0], world.category_of)
+    echo_groups(prompt, rng, draw, sizes)
+    return prompt
+
+
+def echo_groups(
+    prompt: Prompt,
+    rng: np.random.Generator,
+    draw: Callable[[str, int], list[str]],
+    sizes: list[int],
+    limit: int | None = None,
+) -> int:
+    """Fill free filler slots with groups of neutral words laid out as an ordered cause and its reversed copy.
+
+    With a reversed copy and no second in-order match, an ordered cause is always the middle of an
+    interleaving (``B A B A``; ``C B A B C A``), and the only such layout there is. Random filler pairs
+    rarely look like that: scoring the middles of interleaved repeated words found `ordered` causes with
+    AP 0.315 against random's 0.138 without the model. Echo groups give every editable word the same
+    layout as the cause, so layout tells nothing and only the order the model reads does. Returns how many
+    groups were placed; slots left over are filled as usual (and then fixed, being seen once).
+    """
+    limit = len(prompt.tokens) if limit is None else limit
+    placed, fresh = 0, avoiding(draw, {t for t in prompt.tokens if t is not None})
+    while placed < limit and (spots := _group_spots(prompt, rng, sizes[int(rng.integers(len(sizes)))])) is not None:
+        middle, copies = spots
+        words = [fresh(prompt.cats[p], 1)[0] for p in middle]
+        for pos, word in zip([*middle, *copies], [*words, *reversed(words[1:]), words[0]], strict=True):
+            _put(prompt, int(pos), word, "filler")
+        placed += 1
+    return placed
+
+
+def avoiding(draw: Callable[[str, int], list[str]], used: set[str], tries: int = 20):
+    """``draw`` that redraws words in ``used`` (up to ``tries`` times) and adds what it returns to ``used``."""
+
+    def out(cat: str, n: int) -> list[str]:
+        words = []
+        for _ in range(n):
+            word = draw(cat, 1)[0]
+            for _ in range(tries):
+                if word not in used:
+                    break
+                word = draw(cat, 1)[0]
+            used.add(word)
+            words.append(word)
+        return words
+
+    return out
+
+
+def _group_spots(prompt: Prompt, rng: np.random.Generator, size: int, tries: int = 50):
+    """Middle slots (in order, two apart, as ``place`` puts a cause) and copy slots (as ``_wrap``), or None."""
+    free = [i for i, t in enumerate(prompt.tokens) if t is None and prompt.roles[i] == "filler"]
+    for _ in range(tries if len(free) >= 2 * size else 0):
+        middle = sorted(int(p) for p in rng.choice(free, size, replace=False))
+        if np.any(np.diff(middle) < 2):
+            continue
+        cats = [prompt.cats[p] for p in middle]
+        frees = [_free(prompt, c, 0, middle[0]) for c in reversed(cats[1:])]
+        frees.append(_free(prompt, cats[0], middle[-1] + 1))
+        if any(len(f) == 0 for f in frees):
+            continue
+        for _ in range(tries):
+            copies = [f[int(rng.integers(len(f)))] for f in frees]
+            if np.all(np.diff(copies) > 0):
+                return middle, copies
+    return None

@@ -21,12 +21,23 @@ from transformers import PreTrainedTokenizerFast
 
 from halbench.tasks.corpus import neutral_draw
 from halbench.tasks.forward import last_logits
-from halbench.tasks.layout import FIXED_ROLES, INERT_ROLES, PlacementError, Plan, Prompt, compose, fill
+from halbench.tasks.layout import (
+    FIXED_ROLES,
+    INERT_ROLES,
+    PlacementError,
+    Plan,
+    Prompt,
+    avoiding,
+    compose,
+    compose_echoed,
+    fill,
+)
 from halbench.tasks.spec import ModelRecipe, NaturalWorldSpec, TaskSpec
 from halbench.tasks.verify import Candidate, Refills, Verdict, verify
 from halbench.tasks.world import Mechanism, World
 
 SPLITS = ("test", "dev")
+GROUP_SIZE = {"single": 1, "pair": 2, "triple": 3}  # words per mechanism kind
 
 
 @dataclass
@@ -96,23 +107,15 @@ def fix_repeated_words(prompt: Prompt) -> None:
             prompt.roles[i] = "template"
 
 
-def pair_filler_words(prompt: Prompt, rng: np.random.Generator) -> None:
-    """Copy filler words onto other filler slots of their category so that each editable filler word occurs
-    exactly twice; filler seen once or more than twice is fixed.
+def fix_unpaired_filler(prompt: Prompt) -> None:
+    """With echo groups (``mining.pair_filler``), filler seen other than exactly twice is fixed.
 
     Beside its reversed copy every word of an `ordered` cause occurs twice, while under ``fix_repeated`` no
     editable filler word does: the token_form probe read that (AP 0.500 against random's 0.136 on
-    ordered/grammar-llama-e, exactly the cause and its copy ranked first). With every editable word seen
-    twice, what tells the cause from its copy is the order the model reads, which is the point of the task.
+    ordered/grammar-llama-e, the cause and its copy ranked first). With every editable word seen twice, and
+    laid out as the cause is (:func:`halbench.tasks.layout.echo_groups`), what tells the cause from its copy
+    and from the echoes is the order and the words the model reads, which is the point of the task.
     """
-    slots: dict[str | None, list[int]] = {}
-    for i, role in enumerate(prompt.roles):
-        if role == "filler":
-            slots.setdefault(prompt.cats[i], []).append(i)
-    for cat in sorted(slots, key=str):
-        order = rng.permutation(slots[cat])
-        for src, dst in zip(order[0::2], order[1::2], strict=False):
-            prompt.tokens[int(dst)] = prompt.tokens[int(src)]
     counts = Counter(prompt.tokens)
     for i, (role, token) in enumerate(zip(prompt.roles, prompt.tokens, strict=True)):
         if role == "filler" and counts[token] != 2:
@@ -153,15 +156,21 @@ def draw_candidate(
     plan.decoys = _decoys(spec, world, mechs, rng, split)
     plan.parts = _partial_parts(spec, world, mechs, rng, split)
     lo, hi = spec.mining.prompt_length
+    draw = neutral_draw(world, rng)
     try:
-        prompt = compose(world, rng, plan, int(rng.integers(lo, hi + 1)))
+        if spec.mining.pair_filler:
+            sizes = [GROUP_SIZE[k] for k in spec.mining.mechanisms]
+            prompt = compose_echoed(world, rng, plan, int(rng.integers(lo, hi + 1)), draw, sizes)
+            draw = avoiding(draw, set(prompt.tokens))  # leftover slots (then fixed) must not hit an echo's word
+        else:
+            prompt = compose(world, rng, plan, int(rng.integers(lo, hi + 1)))
     except PlacementError:
         return None
-    fill(prompt, rng, neutral_draw(world, rng), recipe.world.topic_words, recipe.world.topic_rate)
+    fill(prompt, rng, draw, recipe.world.topic_words, recipe.world.topic_rate)
     natural = isinstance(recipe.world, NaturalWorldSpec)
     fix_non_trigger_positions(prompt, set(recipe.world.trigger_categories) if natural else None)
     if spec.mining.pair_filler:
-        pair_filler_words(prompt, rng)
+        fix_unpaired_filler(prompt)
     elif spec.mining.fix_repeated:
         fix_repeated_words(prompt)
     ids = tok.convert_tokens_to_ids(prompt.tokens)
