@@ -1,0 +1,66 @@
+#!/usr/bin/env python
+"""Kendall tau between the headline rankings of two builds of the suite (say, two seeds).
+
+A build is a repository-like folder with ``results/`` and a tasks folder. Only instances built in both
+(same ``task/model`` names) and methods complete on all of them in both count, so the two rankings are over
+the same cells. Prints each build's headline per method, the tau over all common instances and per task.
+Reads files only; the second build need not be committed (``HALBENCH_TASKS`` and ``eval --out`` make one).
+
+    python scripts/seed_agreement.py --b /tmp/seed2 --tasks-b /tmp/seed2/tasks
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from halbench.leaderboard import PROBE_KIND, per_model_headline, suite_index
+from halbench.methods.base import registered
+from halbench.metrics.hierarchical import kendall_tau
+from halbench.site.inputs import Inputs, load_inputs
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def headline(inputs: Inputs, instances: list[str]) -> dict[str, float]:
+    """Mean over ``instances`` of each ranked method's per-instance headline (methods complete on all of them;
+    leak probes left out, as on the board)."""
+    kinds = {name: cls.kind for name, cls in registered().items()}
+    methods = [m for m in inputs.store.methods if kinds.get(m) != PROBE_KIND]
+    per_instance = []
+    for name in instances:
+        one = suite_index(inputs.tasks_root, [name])  # per-model figures of this instance alone
+        per_instance.append(per_model_headline(inputs.store, one, methods).get(name.split("/", 1)[1], {}))
+    common = set.intersection(*(set(s) for s in per_instance)) if per_instance else set()
+    return {m: sum(s[m] for s in per_instance) / len(per_instance) for m in sorted(common)}
+
+
+@click.command()
+@click.option("--a", "repo_a", type=click.Path(path_type=Path, file_okay=False), default=REPO, show_default=True)
+@click.option("--tasks-a", type=click.Path(path_type=Path, file_okay=False), help="default: <a>/tasks")
+@click.option("--b", "repo_b", type=click.Path(path_type=Path, file_okay=False), required=True)
+@click.option("--tasks-b", type=click.Path(path_type=Path, file_okay=False), help="default: <b>/tasks")
+def main(repo_a: Path, tasks_a: Path | None, repo_b: Path, tasks_b: Path | None) -> None:
+    a, b = load_inputs(repo_a, tasks_a), load_inputs(repo_b, tasks_b)
+    common = sorted(set(a.manifests) & set(b.manifests))
+    if not common:
+        raise click.ClickException("the two builds share no task instance")
+    ha, hb = headline(a, common), headline(b, common)
+    methods = sorted(set(ha) & set(hb), key=lambda m: -ha[m])
+    click.echo(f"instances in both: {', '.join(common)}\n")
+    click.echo("| method | build a | build b |\n|---|---|---|")
+    for m in methods:
+        click.echo(f"| {m} | {ha[m]:.3f} | {hb[m]:.3f} |")
+    click.echo(f"\nKendall tau over all common instances ({len(methods)} methods): {_fmt(kendall_tau(ha, hb))}")
+    for task in sorted({n.split("/", 1)[0] for n in common}):
+        names = [n for n in common if n.startswith(task + "/")]
+        click.echo(f"  {task} ({len(names)} instances): {_fmt(kendall_tau(headline(a, names), headline(b, names)))}")
+
+
+def _fmt(tau: float | None) -> str:
+    return "n/a (fewer than 3 methods in common)" if tau is None else f"{tau:.2f}"
+
+
+if __name__ == "__main__":
+    main()
