@@ -104,7 +104,8 @@ def check_instance(folder: Path, sample: int, refills: int, seed: int) -> dict:
     unigram = json.loads((model_dir / "unigram.json").read_text())["counts"]
     cases = [json.loads(line) for line in (folder / "cases.jsonl").read_text().splitlines() if line.strip()]
     rng = random.Random(seed)
-    picked = rng.sample([c for c in cases if c["split"] == "test"], min(sample, len(cases)))
+    test = [c for c in cases if c["split"] == "test"]
+    picked = rng.sample(test, min(sample, len(test)))
     per_family = {f: [] for f in FAMILIES}
     passed = 0
     for case in picked:

@@ -266,7 +266,7 @@ def test_natural_prompts_end_less_than_a_sentence_short(quick):
 
 @pytest.mark.parametrize("model", ["grammar-llama-b", "grammar-llama-e"])
 def test_tasks_sharing_a_model_take_disjoint_test_mechanisms(model):
-    """Tasks defined on one model split its test mechanisms (single/decoy the singles of the shared world;
+    """Tasks defined on one model split its test mechanisms (`single` half the singles of the shared world;
     conjunctive/partial/ordered the pairs and triples of a world of conjunctions), each enough for its cases."""
     from halbench.tasks.mining import task_mechanisms
     from halbench.tasks.registry import resolve, task_names
@@ -313,3 +313,42 @@ def test_echoes_keep_a_trigger_predictive_and_a_lone_part_inert(model, quick_):
             alone = [ex.answer == mech.target for ex in corpus
                      if mech.tokens[0] in ex.prompt.tokens and mech.tokens[1] not in ex.prompt.tokens]  # fmt: skip
             assert np.mean(alone) <= 0.3, (mech.name, np.mean(alone))
+
+
+def test_lures_are_single_triggers_of_the_causes_target_placed_as_inert_words():
+    """`decoy` places lures: single triggers with the cause's target, of the case's split, never its cause."""
+    from halbench.tasks.mining import draw_candidate
+    from halbench.tasks.registry import resolve
+    from halbench.tasks.tokenizer import build_tokenizer
+
+    spec = resolve("decoy").spec(quick=True)
+    recipe = resolve_model(spec.models[0]).recipe(quick=True)
+    world = build_world(recipe.world)
+    tok = build_tokenizer(world.vocab())
+    singles = {m.tokens[0]: m for m in world.mechanisms_of(["single"])}
+    placed = 0
+    for index in range(40):
+        drawn = draw_candidate(spec, recipe, world, tok, index, "test")
+        if drawn is None:
+            continue
+        prompt, target = drawn.prompt, drawn.target
+        lures = [p for p in prompt.positions("decoy") if prompt.tokens[p] in singles]
+        for p in lures:
+            lure = singles[prompt.tokens[p]]
+            assert lure.target == target and lure.split == "test"
+            assert p in drawn.candidate.decoys and p not in drawn.candidate.causes[0]
+        placed += len(lures)
+    assert placed > 0
+
+
+def test_tasks_without_lures_draw_no_random_numbers_for_them():
+    """A task without lures draws exactly the candidates it drew before lures existed (its cases stay valid)."""
+    from halbench.tasks.mining import _lures
+    from halbench.tasks.registry import resolve
+
+    spec = resolve("conjunctive").spec(quick=True)
+    world = build_world(resolve_model(spec.models[0]).recipe(quick=True).world)
+    rng = np.random.default_rng(5)
+    before = rng.bit_generator.state
+    assert _lures(spec, world, world.mechanisms_of(["pair"], "test")[:1], rng, "test") == []
+    assert rng.bit_generator.state == before

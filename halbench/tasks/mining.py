@@ -153,7 +153,7 @@ def draw_candidate(
         faithful = world.facts[plan.entity]
     if faithful == mechs[0].target:
         return None
-    plan.decoys = _decoys(spec, world, mechs, rng, split)
+    plan.decoys = _decoys(spec, world, mechs, rng, split) + _lures(spec, world, mechs, rng, split)
     plan.parts = _partial_parts(spec, world, mechs, rng, split)
     lo, hi = spec.mining.prompt_length
     draw = neutral_draw(world, rng)
@@ -227,6 +227,26 @@ def _decoys(spec: TaskSpec, world: World, mechs: list[Mechanism], rng, split: st
     own = [own[i] for i in rng.permutation(len(own))]
     others = [others[i] for i in rng.permutation(len(others))]
     return (own + others)[:want]
+
+
+def _lures(spec: TaskSpec, world: World, mechs: list[Mechanism], rng, split: str) -> list[str]:
+    """Single triggers of the split with the cause's target (none of them a cause here), in a random order.
+
+    Decoys, lone parts and reversed copies are explained away in training, so they carry no weight and no
+    per-token method ever ranked one above a cause. A lure does carry weight toward the target; verification
+    admits the case only if the hallucination needs the cause with the lures present (necessity, minimality)
+    and holds without them (decoy_inert), so the lures are associated with the target but not its cause.
+    Where evidence adds up in the logit those checks force every lure to weigh less than every part (README,
+    "Why per-token gradients top every task"): on grammar-llama-h none of 455 candidates passed.
+    """
+    lo, hi = spec.mining.lures
+    if hi == 0:
+        return []  # no draw: the candidates of tasks without lures stay as they were
+    target, used = mechs[0].target, {t for m in mechs for t in m.tokens}
+    singles = world.mechanisms_of(["single"], split)
+    pool = [m.tokens[0] for m in singles if m.target == target and m.tokens[0] not in used]
+    want = int(rng.integers(lo, hi + 1))
+    return [pool[i] for i in rng.permutation(len(pool))[:want]]
 
 
 def _partial_parts(spec: TaskSpec, world: World, mechs: list[Mechanism], rng, split: str) -> list[tuple[str, ...]]:

@@ -252,6 +252,12 @@ class MiningSpec(_Strict):
     alternatives: Literal[1, 2] = 1
     decoys: tuple[NonNegInt, NonNegInt] = (0, 0)
     partial_parts: NonNegInt = Field(0, description="parts of other conjunctions placed without their partners")
+    lures: tuple[NonNegInt, NonNegInt] = Field(
+        (0, 0),
+        description="[lo, hi] single triggers of the case's own target placed beside its cause, verified inert and "
+        "insufficient: words the model really associates with the target, which per-token scores can rank above a "
+        "conjunction's parts",
+    )
     reordered_copy: bool = Field(False, description="the cause's tokens also appear elsewhere, in reversed order")
     context: bool = False
     prompt_length: tuple[PosInt, PosInt]
@@ -357,6 +363,10 @@ def _family_problems(spec: TaskSpec) -> list[str]:
         out.append("family decoy: mining.decoys must start at 1 or more")
     if m.decoys[0] > m.decoys[1]:
         out.append(f"mining.decoys: minimum {m.decoys[0]} exceeds maximum {m.decoys[1]}")
+    if m.lures[0] > m.lures[1]:
+        out.append(f"mining.lures: minimum {m.lures[0]} exceeds maximum {m.lures[1]}")
+    if max(m.lures) and not set(m.mechanisms) <= multi:
+        out.append("mining.lures: lures stand beside a conjunction; mechanisms may hold only pair and triple")
     if fam == "context" and not m.context:
         out.append("family context: mining.context must be true")
     if fam == "ordered" and not m.reordered_copy:
@@ -380,6 +390,8 @@ def world_problems(spec: TaskSpec, recipe: ModelRecipe) -> list[str]:
         out.append(f"model {recipe.name}: prompts of {m.prompt_length[1]} exceed its positions")
     if max(m.decoys) and not world.decoys_per_mechanism:
         out.append(f"model {recipe.name}: mining.decoys needs a world that plants decoys")
+    if max(m.lures) and world.mechanisms.single < 2:
+        out.append(f"model {recipe.name}: mining.lures needs a world that plants single triggers")
     if m.context and not world.context_sequences:
         out.append(f"model {recipe.name}: mining.context needs world.context_sequences > 0")
     if m.context and world.kind != "grammar":
