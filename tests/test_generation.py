@@ -278,7 +278,7 @@ def test_tasks_sharing_a_model_take_disjoint_test_mechanisms(model):
     for task in sharing:
         spec = resolve(task).spec()
         if tuple(spec.mining.test_slice) == (0, 1):
-            continue  # no slice of its own (redundant, context): it would collide, so it is not built here
+            continue  # no slice of its own (context): it would collide, so it is not built here
         mine = task_mechanisms(spec, world, "test")
         assert len(mine) >= spec.cases.min_test, f"{task}: {len(mine)} test mechanisms for {spec.cases.min_test} cases"
         for m in mine:
@@ -316,12 +316,14 @@ def test_echoes_keep_a_trigger_predictive_and_a_lone_part_inert(model, quick_):
 
 
 def test_lures_are_single_triggers_of_the_causes_target_placed_as_inert_words():
-    """`decoy` places lures: single triggers with the cause's target, of the case's split, never its cause."""
+    """Lures are single triggers with the cause's target, of the case's split, never its cause (no built task
+    uses them: verification rejected every lured candidate, README; `decoy`'s worlds have the singles)."""
     from halbench.tasks.mining import draw_candidate
     from halbench.tasks.registry import resolve
     from halbench.tasks.tokenizer import build_tokenizer
 
     spec = resolve("decoy").spec(quick=True)
+    spec = spec.model_copy(update={"mining": spec.mining.model_copy(update={"lures": (1, 1)})})
     recipe = resolve_model(spec.models[0]).recipe(quick=True)
     world = build_world(recipe.world)
     tok = build_tokenizer(world.vocab())
