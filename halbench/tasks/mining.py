@@ -32,6 +32,7 @@ from halbench.tasks.layout import (
     compose_echoed,
     fill,
 )
+from halbench.tasks.lone_parts import keep_one_word_per_conjunction, lone_part_draw
 from halbench.tasks.spec import ModelRecipe, NaturalWorldSpec, TaskSpec
 from halbench.tasks.verify import Candidate, Refills, Verdict, verify
 from halbench.tasks.world import Mechanism, World
@@ -166,7 +167,11 @@ def draw_candidate(
             prompt = compose(world, rng, plan, int(rng.integers(lo, hi + 1)))
     except PlacementError:
         return None
-    fill(prompt, rng, draw, recipe.world.topic_words, recipe.world.topic_rate)
+    if spec.mining.lone_parts:
+        fill(prompt, rng, lone_part_draw(world, rng, split, mechs), recipe.world.topic_words, recipe.world.topic_rate)
+        keep_one_word_per_conjunction(prompt, world, split, mechs, draw)
+    else:
+        fill(prompt, rng, draw, recipe.world.topic_words, recipe.world.topic_rate)
     natural = isinstance(recipe.world, NaturalWorldSpec)
     fix_non_trigger_positions(prompt, set(recipe.world.trigger_categories) if natural else None)
     if spec.mining.pair_filler:

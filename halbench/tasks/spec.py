@@ -286,6 +286,11 @@ class MiningSpec(_Strict):
         description="every editable filler word occurs exactly twice (others are fixed): with a reversed copy the "
         "cause's words occur twice, so repetition must be the rule for every editable word, not a tell",
     )
+    lone_parts: bool = Field(
+        False,
+        description="filler slots may hold a lone word of another conjunction of the split, as likely as any neutral "
+        "word: a cause word then recurs across a model's public prompts as filler does (the uniqueness probe)",
+    )
     batch_rows: PosInt = 512
 
 
@@ -373,6 +378,8 @@ def _family_problems(spec: TaskSpec) -> list[str]:
         out.append("family ordered: mining.reordered_copy must be true")
     if m.reordered_copy and not m.pair_filler:
         out.append("mining.reordered_copy: the cause's words then occur twice, so mining.pair_filler must be true")
+    if m.lone_parts and m.pair_filler:
+        out.append("mining.lone_parts: echo groups (mining.pair_filler) draw their own filler; use one or the other")
     if fam == "partial" and m.partial_parts < 1:
         out.append("family partial: mining.partial_parts must be at least 1")
     return out
@@ -392,6 +399,8 @@ def world_problems(spec: TaskSpec, recipe: ModelRecipe) -> list[str]:
         out.append(f"model {recipe.name}: mining.decoys needs a world that plants decoys")
     if max(m.lures) and world.mechanisms.single < 2:
         out.append(f"model {recipe.name}: mining.lures needs a world that plants single triggers")
+    if m.lone_parts and world.kind != "grammar":
+        out.append(f"model {recipe.name}: mining.lone_parts is only supported for grammar worlds")
     if m.context and not world.context_sequences:
         out.append(f"model {recipe.name}: mining.context needs world.context_sequences > 0")
     if m.context and world.kind != "grammar":

@@ -1,0 +1,82 @@
+"""Lone parts as filler: conjunction words recur across prompts like neutral words, never completing a conjunction."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from halbench.tasks.layout import Prompt
+from halbench.tasks.lone_parts import CONJUNCTIONS, keep_one_word_per_conjunction, lone_part_draw
+from halbench.tasks.mining import draw_candidate
+from halbench.tasks.registry import resolve, resolve_model
+from halbench.tasks.tokenizer import build_tokenizer
+from halbench.tasks.world import build_world
+
+
+@pytest.fixture(scope="module")
+def setting():
+    spec = resolve("conjunctive").spec(quick=True)
+    spec = spec.model_copy(update={"mining": spec.mining.model_copy(update={"lone_parts": True})})
+    recipe = resolve_model(spec.models[0]).recipe(quick=True)
+    world = build_world(recipe.world)
+    return spec, recipe, world
+
+
+def test_the_draw_is_uniform_over_neutral_words_and_other_conjunction_words(setting):
+    _, _, world = setting
+    own = world.mechanisms_of(["pair"], "test")[:1]
+    conj = {t for m in world.mechanisms_of(CONJUNCTIONS, "test") for t in m.tokens} - set(own[0].tokens)
+    cat = world.category_of[sorted(conj)[0]]
+    allowed = set(world.neutral(cat)) | {t for t in conj if world.category_of[t] == cat}
+    counts = Counter(lone_part_draw(world, np.random.default_rng(0), "test", own)(cat, 40_000))
+    assert set(counts) == allowed  # no single trigger, decoy, dev word or word of the case's own cause
+    share = np.array([counts[w] for w in allowed]) / 40_000
+    assert abs(np.mean([counts[w] for w in conj if w in allowed]) / np.mean(list(counts.values())) - 1) < 0.15
+    assert share.max() < 3 / len(allowed)
+
+
+def test_a_second_word_of_a_conjunction_is_redrawn_and_placed_words_stay(setting):
+    _, _, world = setting
+    pair, other = world.mechanisms_of(CONJUNCTIONS, "test")[:2]
+    a, b = pair.tokens[:2]
+    tokens = [a, "x", a, b, other.tokens[0], other.tokens[1]]
+    roles = ["filler", "filler", "filler", "filler", "part", "filler"]
+    prompt = Prompt(tokens=list(tokens), roles=roles, cats=[world.category_of.get(t, "c0") for t in tokens])
+    keep_one_word_per_conjunction(prompt, world, "test", [], lambda cat, n: ["NEUTRAL"] * n)
+    # `a` and its repeat stay; `b` would be a second word of its conjunction; so would other's next to a placed part
+    assert prompt.tokens == [a, "x", a, "NEUTRAL", other.tokens[0], "NEUTRAL"]
+
+
+def test_mined_prompts_hold_lone_parts_and_no_complete_conjunction_but_the_cause(setting):
+    spec, recipe, world = setting
+    tok = build_tokenizer(world.vocab())
+    conj = world.mechanisms_of(CONJUNCTIONS, "test")
+    owner = {t: m for m in conj for t in m.tokens}
+    lone = 0
+    for index in range(60):
+        drawn = draw_candidate(spec, recipe, world, tok, index, "test")
+        if drawn is None:
+            continue
+        own = drawn.mechanisms[0]
+        present = Counter()
+        for token in set(drawn.prompt.tokens):
+            if token in owner and owner[token] is not own:
+                present[owner[token].name] += 1
+        assert max(present.values(), default=0) <= 1, "another conjunction got two of its words"
+        lone += sum(present.values())
+    assert lone > 0
+
+
+def test_off_by_default_filler_holds_no_conjunction_word(setting):
+    """Built tasks leave it off: their filler stays neutral, as when they were mined."""
+    _, recipe, world = setting
+    spec = resolve("conjunctive").spec(quick=True)
+    assert spec.mining.lone_parts is False
+    tok = build_tokenizer(world.vocab())
+    conj = {t for m in world.mechanisms_of(CONJUNCTIONS) for t in m.tokens}
+    drawn = [d for i in range(30) if (d := draw_candidate(spec, recipe, world, tok, i, "test"))]
+    assert drawn
+    for d in drawn:
+        assert not [t for t, r in zip(d.prompt.tokens, d.prompt.roles, strict=True) if r == "filler" and t in conj]
