@@ -5,7 +5,8 @@ Two forms: `all` reads every other public test prompt of the same model, over al
 submission could ship that table); `online` reads only the cases before it, in this instance, as a method
 object that keeps state between `attribute` calls could. See :mod:`halbench.tasks.recurrence`. On a sound
 suite both score like random. A third column, `uniqueness`, ranks first the tokens seen in no other public
-test prompt of the model (the price of one case per mechanism). Reads files only.
+test prompt of the model (the price of one case per mechanism); `uniqueness (dev+test)` counts the model's
+public dev prompts too, as a stronger attacker would. Reads files only.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ from halbench.tasks.registry import built_instances
 
 def main() -> None:
     print("| instance | test cases | mechanisms | largest mechanism | causes repeated in the model's test cases "
-          "| recurrence (all of the model's test prompts) | online | uniqueness | random |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| recurrence (all of the model's test prompts) | online | uniqueness | uniqueness (dev+test) "
+          "| random |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     instances = built_instances()
     pools = public_test_cases(instances)
+    public = public_test_cases(instances, ("dev", "test"))
     for inst in instances:
         test = [r for r in read_cases(inst.folder / CASES) if r["split"] == "test"]
         mechanisms = Counter("+".join(r["mechanisms"]) for r in test)
@@ -41,10 +44,13 @@ def main() -> None:
             [average_precision(recurrence_scores(r, test[:i]), r["causes"], r["editable"]) for i, r in enumerate(test)]
         )
         unique = np.mean([average_precision(uniqueness_scores(r, pool), r["causes"], r["editable"]) for r in test])
+        both = public[inst.model]
+        unique_all = np.mean([average_precision(uniqueness_scores(r, both), r["causes"], r["editable"]) for r in test])
         chance = np.mean([expected_random_ap(r, 200) for r in test])
         print(
             f"| {inst.name} | {len(test)} | {len(mechanisms)} | {max(mechanisms.values())} "
-            f"| {len(repeated_causes(pool))} | {full:.3f} | {online:.3f} | {unique:.3f} | {chance:.3f} |"
+            f"| {len(repeated_causes(pool))} | {full:.3f} | {online:.3f} | {unique:.3f} | {unique_all:.3f} "
+            f"| {chance:.3f} |"
         )
 
 

@@ -18,7 +18,7 @@ from halbench.tasks.world import build_world
 @pytest.fixture(scope="module")
 def setting():
     spec = resolve("conjunctive").spec(quick=True)
-    spec = spec.model_copy(update={"mining": spec.mining.model_copy(update={"lone_parts": True})})
+    spec = spec.model_copy(update={"mining": spec.mining.model_copy(update={"lone_parts": 1.0})})
     recipe = resolve_model(spec.models[0]).recipe(quick=True)
     world = build_world(recipe.world)
     return spec, recipe, world
@@ -30,11 +30,22 @@ def test_the_draw_is_uniform_over_neutral_words_and_other_conjunction_words(sett
     conj = {t for m in world.mechanisms_of(CONJUNCTIONS, "test") for t in m.tokens} - set(own[0].tokens)
     cat = world.category_of[sorted(conj)[0]]
     allowed = set(world.neutral(cat)) | {t for t in conj if world.category_of[t] == cat}
-    counts = Counter(lone_part_draw(world, np.random.default_rng(0), "test", own)(cat, 40_000))
+    counts = Counter(lone_part_draw(world, np.random.default_rng(0), own)(cat, 40_000))
     assert set(counts) == allowed  # no single trigger, decoy, dev word or word of the case's own cause
     share = np.array([counts[w] for w in allowed]) / 40_000
     assert abs(np.mean([counts[w] for w in conj if w in allowed]) / np.mean(list(counts.values())) - 1) < 0.15
     assert share.max() < 3 / len(allowed)
+
+
+def test_the_weight_makes_a_conjunction_word_that_much_likelier_than_a_neutral_word(setting):
+    _, _, world = setting
+    own = world.mechanisms_of(["pair"], "test")[:1]
+    conj = {t for m in world.mechanisms_of(CONJUNCTIONS, "test") for t in m.tokens} - set(own[0].tokens)
+    cat = world.category_of[sorted(conj)[0]]
+    counts = Counter(lone_part_draw(world, np.random.default_rng(0), own, 2.0)(cat, 60_000))
+    lone = np.mean([counts[w] for w in conj if world.category_of[w] == cat])
+    neutral = np.mean([counts[w] for w in world.neutral(cat)])
+    assert abs(lone / neutral - 2.0) < 0.3
 
 
 def test_a_second_word_of_a_conjunction_is_redrawn_and_placed_words_stay(setting):
@@ -44,7 +55,7 @@ def test_a_second_word_of_a_conjunction_is_redrawn_and_placed_words_stay(setting
     tokens = [a, "x", a, b, other.tokens[0], other.tokens[1]]
     roles = ["filler", "filler", "filler", "filler", "part", "filler"]
     prompt = Prompt(tokens=list(tokens), roles=roles, cats=[world.category_of.get(t, "c0") for t in tokens])
-    keep_one_word_per_conjunction(prompt, world, "test", [], lambda cat, n: ["NEUTRAL"] * n)
+    keep_one_word_per_conjunction(prompt, world, [], lambda cat, n: ["NEUTRAL"] * n)
     # `a` and its repeat stay; `b` would be a second word of its conjunction; so would other's next to a placed part
     assert prompt.tokens == [a, "x", a, "NEUTRAL", other.tokens[0], "NEUTRAL"]
 
@@ -69,14 +80,14 @@ def test_mined_prompts_hold_lone_parts_and_no_complete_conjunction_but_the_cause
     assert lone > 0
 
 
-def test_off_by_default_filler_holds_no_conjunction_word(setting):
-    """Built tasks leave it off: their filler stays neutral, as when they were mined."""
-    _, recipe, world = setting
-    spec = resolve("conjunctive").spec(quick=True)
-    assert spec.mining.lone_parts is False
+def test_at_weight_zero_filler_holds_no_conjunction_word(setting):
+    """The default (0) leaves filler neutral, as the tasks that do not set it were mined."""
+    spec, recipe, world = setting
+    off = spec.model_copy(update={"mining": spec.mining.model_copy(update={"lone_parts": 0.0})})
+    assert type(spec.mining).model_fields["lone_parts"].default == 0.0
     tok = build_tokenizer(world.vocab())
     conj = {t for m in world.mechanisms_of(CONJUNCTIONS) for t in m.tokens}
-    drawn = [d for i in range(30) if (d := draw_candidate(spec, recipe, world, tok, i, "test"))]
+    drawn = [d for i in range(30) if (d := draw_candidate(off, recipe, world, tok, i, "test"))]
     assert drawn
     for d in drawn:
         assert not [t for t, r in zip(d.prompt.tokens, d.prompt.roles, strict=True) if r == "filler" and t in conj]

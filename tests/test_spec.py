@@ -99,7 +99,7 @@ def test_missing_field_is_named(tmp_path):
         ("decoy", {}, "mining.decoys must start at 1"),
         ("single", {"test_slice": [2, 2]}, "remainder 2 must be below the modulus 2"),
         ("single", {"test_per_mechanism": 0}, "test_per_mechanism"),
-        ("conjunctive", {"mechanisms": ["pair"], "lone_parts": True, "pair_filler": True}, "use one or the other"),
+        ("conjunctive", {"mechanisms": ["pair"], "lone_parts": 1.0, "pair_filler": True}, "use one or the other"),
     ],
 )
 def test_family_rules(tmp_path, family, mining, message):
@@ -115,7 +115,7 @@ def test_a_task_that_asks_more_than_its_world_gives_is_named():
     grammar = resolve_model("grammar-gpt2-a").recipe()
     problems = world_problems(spec, grammar)
     assert any("natural" in p for p in problems)
-    lone = spec.model_copy(update={"mining": spec.mining.model_copy(update={"lone_parts": True})})
+    lone = spec.model_copy(update={"mining": spec.mining.model_copy(update={"lone_parts": 1.0})})
     assert any(
         "lone_parts is only supported for grammar" in p
         for p in world_problems(lone, resolve_model("natural-gpt2-a").recipe())

@@ -168,8 +168,9 @@ def draw_candidate(
     except PlacementError:
         return None
     if spec.mining.lone_parts:
-        fill(prompt, rng, lone_part_draw(world, rng, split, mechs), recipe.world.topic_words, recipe.world.topic_rate)
-        keep_one_word_per_conjunction(prompt, world, split, mechs, draw)
+        lone = lone_part_draw(world, rng, mechs, spec.mining.lone_parts)
+        fill(prompt, rng, lone, recipe.world.topic_words, recipe.world.topic_rate)
+        keep_one_word_per_conjunction(prompt, world, mechs, draw)
     else:
         fill(prompt, rng, draw, recipe.world.topic_words, recipe.world.topic_rate)
     natural = isinstance(recipe.world, NaturalWorldSpec)

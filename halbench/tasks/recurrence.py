@@ -54,11 +54,12 @@ def uniqueness_scores(case: dict, pool: list[dict]) -> np.ndarray:
     return np.array([-(counts[t] + own[t] - 1) for t in case["prompt_ids"]], dtype=float) + 1e-3 * jitter
 
 
-def public_test_cases(instances) -> dict[str, list[dict]]:
-    """Every public test case of each model, over all of its built instances (what a submission could ship)."""
+def public_test_cases(instances, splits: tuple[str, ...] = ("test",)) -> dict[str, list[dict]]:
+    """Every public case of ``splits`` of each model, over all of its built instances (what a submission could
+    ship); ``("dev", "test")`` is the stronger attacker's pool, who counts a word's dev prompts as well."""
     out: dict[str, list[dict]] = defaultdict(list)
     for inst in instances:
-        out[inst.model] += [r for r in read_cases(inst.folder / CASES) if r["split"] == "test"]
+        out[inst.model] += [r for r in read_cases(inst.folder / CASES) if r["split"] in splits]
     return dict(out)
 
 

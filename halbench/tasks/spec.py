@@ -286,10 +286,13 @@ class MiningSpec(_Strict):
         description="every editable filler word occurs exactly twice (others are fixed): with a reversed copy the "
         "cause's words occur twice, so repetition must be the rule for every editable word, not a tell",
     )
-    lone_parts: bool = Field(
-        False,
-        description="filler slots may hold a lone word of another conjunction of the split, as likely as any neutral "
-        "word: a cause word then recurs across a model's public prompts as filler does (the uniqueness probe)",
+    lone_parts: float = Field(
+        0.0,
+        ge=0.0,
+        description="how likely a filler slot holds a lone word of another test conjunction, relative to any one "
+        "neutral word (0: never): a cause word then recurs across a model's public prompts as filler does (the "
+        "uniqueness probe). Verification turns away prompts where a lone part matters, so admitted prompts hold "
+        "fewer than were drawn and a weight above 1 makes up for it (set from the dev split)",
     )
     batch_rows: PosInt = 512
 
