@@ -1,12 +1,13 @@
 #!/usr/bin/env python
-"""How often admitted prompts hold a test conjunction word as filler, against a neutral word: the lone-part weight.
+"""How often admitted prompts hold a test mechanism's word as filler, against a neutral word: the lone weights.
 
 With ``mining.lone_parts`` a filler slot may hold a lone word of another test conjunction, so that cause words
 recur across a model's public prompts as neutral filler does (the uniqueness probe,
 :func:`halbench.tasks.recurrence.uniqueness_scores`). Verification turns away prompts in which a lone part is
 not inert, so the rate in *admitted* prompts is lower than the drawn one; the ratio below (lone occurrences per
-conjunction word over occurrences per neutral word, per prompt) should be about 1. The ``dev`` column is the
-one to set the weight from; ``test`` is the check. Reads the case files and the world's private record.
+conjunction word over occurrences per neutral word, per prompt; the same for single triggers, under
+``mining.lone_singles``) should be about 1. The ``dev`` columns are the ones to set the weights from; ``test``
+is the check; a world without singles shows ``nan`` for them. Reads the case files and the world's private record.
 """
 
 from __future__ import annotations
@@ -41,32 +42,31 @@ def rate_ratio(records: list[dict], conjunction: set[str], neutral: set[str]) ->
     return (sum(lone.values()) / len(conjunction)) / (sum(plain.values()) / len(neutral))
 
 
-def world_words(model: str) -> tuple[set[str], set[str]]:
-    """The model's test conjunction words and its neutral words, from its world's private record."""
+def world_words(model: str, kinds: list[str]) -> tuple[set[str], set[str]]:
+    """The words of the model's test mechanisms of ``kinds`` and its neutral words, from its world's private record."""
     world = json.loads((resolve_model(model).folder / "world.json").read_text())
-    conjunction = {
-        t for m in world["mechanisms"] if m["kind"] in CONJUNCTIONS and m["split"] == LONE_SPLIT for t in m["tokens"]
-    }
-    return conjunction, {t for words in world["neutral"].values() for t in words}
+    lone = {t for m in world["mechanisms"] if m["kind"] in kinds and m["split"] == LONE_SPLIT for t in m["tokens"]}
+    return lone, {t for words in world["neutral"].values() for t in words}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", action="append", help="only these tasks (repeatable)")
     args = parser.parse_args()
-    print("| instance | lone_parts weight | dev prompts | dev ratio | test prompts | test ratio |")
+    print("| instance | weights (parts, singles) | dev prompts | dev ratios | test prompts | test ratios |")
     print("|---|---|---|---|---|---|")
     for inst in built_instances():
         if args.task and inst.task not in args.task:
             continue
-        weight = json.loads((inst.folder / "MANIFEST.json").read_text())["spec"]["mining"].get("lone_parts", 0)
+        mining = json.loads((inst.folder / "MANIFEST.json").read_text())["spec"]["mining"]
+        weights = f"{float(mining.get('lone_parts', 0)):g}, {float(mining.get('lone_singles', 0)):g}"
         records = read_cases(inst.folder / CASES)
-        conjunction, neutral = world_words(inst.model)
-        dev = [r for r in records if r["split"] == "dev"]
-        test = [r for r in records if r["split"] == "test"]
+        words = [world_words(inst.model, kinds) for kinds in (CONJUNCTIONS, ["single"])]
+        splits = {s: [r for r in records if r["split"] == s] for s in ("dev", "test")}
+        ratios = {s: ", ".join(f"{rate_ratio(rs, *w):.2f}" for w in words) for s, rs in splits.items()}
         print(
-            f"| {inst.name} | {float(weight):g} | {len(dev)} | {rate_ratio(dev, conjunction, neutral):.2f} "
-            f"| {len(test)} | {rate_ratio(test, conjunction, neutral):.2f} |"
+            f"| {inst.name} | {weights} | {len(splits['dev'])} | {ratios['dev']} "
+            f"| {len(splits['test'])} | {ratios['test']} |"
         )
 
 

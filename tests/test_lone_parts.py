@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from halbench.tasks.layout import Prompt
-from halbench.tasks.lone_parts import CONJUNCTIONS, keep_one_word_per_conjunction, lone_part_draw
+from halbench.tasks.lone_parts import CONJUNCTIONS, keep_one_word_per_conjunction, lone_part_draw, lone_weights
 from halbench.tasks.mining import draw_candidate
 from halbench.tasks.registry import resolve, resolve_model
 from halbench.tasks.tokenizer import build_tokenizer
@@ -42,10 +42,25 @@ def test_the_weight_makes_a_conjunction_word_that_much_likelier_than_a_neutral_w
     own = world.mechanisms_of(["pair"], "test")[:1]
     conj = {t for m in world.mechanisms_of(CONJUNCTIONS, "test") for t in m.tokens} - set(own[0].tokens)
     cat = world.category_of[sorted(conj)[0]]
-    counts = Counter(lone_part_draw(world, np.random.default_rng(0), own, 2.0)(cat, 60_000))
+    counts = Counter(lone_part_draw(world, np.random.default_rng(0), own, lone_weights(2.0, 0.0))(cat, 60_000))
     lone = np.mean([counts[w] for w in conj if world.category_of[w] == cat])
     neutral = np.mean([counts[w] for w in world.neutral(cat)])
     assert abs(lone / neutral - 2.0) < 0.3
+
+
+def test_lone_singles_draw_the_other_test_single_triggers_at_their_own_weight():
+    recipe = resolve_model(resolve("single").spec(quick=True).models[0]).recipe(quick=True)
+    world = build_world(recipe.world)
+    singles = world.mechanisms_of(["single"], "test")
+    own, others = singles[:1], {m.tokens[0] for m in singles[1:]}
+    dev = {m.tokens[0] for m in world.mechanisms_of(["single"], "dev")}
+    cat = world.category_of[sorted(others)[0]]
+    counts = Counter(lone_part_draw(world, np.random.default_rng(1), own, lone_weights(0.0, 3.0))(cat, 60_000))
+    mine = {w for w in others if world.category_of[w] == cat}
+    assert set(counts) == set(world.neutral(cat)) | mine  # no conjunction word, dev trigger or the case's own
+    assert not (set(counts) & (dev | set(own[0].tokens)))
+    ratio = np.mean([counts[w] for w in mine]) / np.mean([counts[w] for w in world.neutral(cat)])
+    assert abs(ratio - 3.0) < 0.45
 
 
 def test_a_second_word_of_a_conjunction_is_redrawn_and_placed_words_stay(setting):

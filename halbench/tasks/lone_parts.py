@@ -31,17 +31,27 @@ CONJUNCTIONS = ["pair", "triple"]
 LONE_SPLIT = "test"  # whose conjunction words lone parts are, in the prompts of both splits
 
 
-def lone_part_draw(world: World, rng: np.random.Generator, own: list[Mechanism], weight: float = 1.0) -> Callable:
-    """``draw(category, n)``: over the category's neutral words and the other test conjunction words, each of the
-    latter ``weight`` times as likely as a neutral word (1: uniform)."""
+def lone_weights(lone_parts: float, lone_singles: float) -> dict[str, float]:
+    """Each mechanism kind's weight against a neutral word, from ``mining.lone_parts`` and ``mining.lone_singles``."""
+    return {kind: lone_parts for kind in CONJUNCTIONS} | {"single": lone_singles}
+
+
+def lone_part_draw(
+    world: World, rng: np.random.Generator, own: list[Mechanism], weights: dict[str, float] | None = None
+) -> Callable:
+    """``draw(category, n)``: over the category's neutral words and the words of the other test mechanisms, a
+    word of a ``kind`` mechanism ``weights[kind]`` times as likely as a neutral word (default: conjunction words
+    as likely as a neutral word, no single trigger)."""
+    weights = weights if weights is not None else lone_weights(1.0, 0.0)
     mine = {t for m in own for t in m.tokens}
-    words = {t for m in world.mechanisms_of(CONJUNCTIONS, LONE_SPLIT) for t in m.tokens} - mine
+    kinds = [k for k, w in weights.items() if w > 0]
+    weight = {t: weights[m.kind] for m in world.mechanisms_of(kinds, LONE_SPLIT) for t in m.tokens if t not in mine}
     category = world.category_of
     pools, probs = {}, {}
     for c in world.words:
-        neutral, lone = world.neutral(c), sorted(t for t in words if category[t] == c)
+        neutral, lone = world.neutral(c), sorted(t for t in weight if category[t] == c)
         pools[c] = neutral + lone
-        w = np.array([1.0] * len(neutral) + [weight] * len(lone))
+        w = np.array([1.0] * len(neutral) + [weight[t] for t in lone])
         probs[c] = w / w.sum()
 
     def draw(cat: str, n: int) -> list[str]:
@@ -60,7 +70,8 @@ def keep_one_word_per_conjunction(
     the first (with its repeats, as a topic word repeats) is kept only if no other word of that conjunction is
     in the prompt; repeated filler is then fixed like any other (``mining.fix_repeated``).
     """
-    owner = {t: m.name for m in world.mechanisms_of(CONJUNCTIONS, LONE_SPLIT) if m not in own for t in m.tokens}
+    kinds = [*CONJUNCTIONS, "single"]  # a single has one word: only its being placed on purpose redraws it
+    owner = {t: m.name for m in world.mechanisms_of(kinds, LONE_SPLIT) if m not in own for t in m.tokens}
     placed = {owner[t] for t, r in zip(prompt.tokens, prompt.roles, strict=True) if r != "filler" and t in owner}
     kept: dict[str, str] = {}
     for i, (token, role) in enumerate(zip(prompt.tokens, prompt.roles, strict=True)):

@@ -32,7 +32,7 @@ from halbench.tasks.layout import (
     compose_echoed,
     fill,
 )
-from halbench.tasks.lone_parts import keep_one_word_per_conjunction, lone_part_draw
+from halbench.tasks.lone_parts import keep_one_word_per_conjunction, lone_part_draw, lone_weights
 from halbench.tasks.spec import ModelRecipe, NaturalWorldSpec, TaskSpec
 from halbench.tasks.verify import Candidate, Refills, Verdict, verify
 from halbench.tasks.world import Mechanism, World
@@ -167,8 +167,8 @@ def draw_candidate(
             prompt = compose(world, rng, plan, int(rng.integers(lo, hi + 1)))
     except PlacementError:
         return None
-    if spec.mining.lone_parts:
-        lone = lone_part_draw(world, rng, mechs, spec.mining.lone_parts)
+    if spec.mining.lone_parts or spec.mining.lone_singles:
+        lone = lone_part_draw(world, rng, mechs, lone_weights(spec.mining.lone_parts, spec.mining.lone_singles))
         fill(prompt, rng, lone, recipe.world.topic_words, recipe.world.topic_rate)
         keep_one_word_per_conjunction(prompt, world, mechs, draw)
     else:

@@ -294,6 +294,13 @@ class MiningSpec(_Strict):
         "uniqueness probe). Verification turns away prompts where a lone part matters, so admitted prompts hold "
         "fewer than were drawn and a weight above 1 makes up for it (set from the dev split)",
     )
+    lone_singles: float = Field(
+        0.0,
+        ge=0.0,
+        description="the same for the words of other test single triggers, relative to a neutral word: a lone "
+        "single trigger competes (it points at its own answer), so only prompts where it loses are admitted, and "
+        "a single task's cause recurs across the model's prompts as filler does",
+    )
     batch_rows: PosInt = 512
 
 
@@ -381,7 +388,7 @@ def _family_problems(spec: TaskSpec) -> list[str]:
         out.append("family ordered: mining.reordered_copy must be true")
     if m.reordered_copy and not m.pair_filler:
         out.append("mining.reordered_copy: the cause's words then occur twice, so mining.pair_filler must be true")
-    if m.lone_parts and m.pair_filler:
+    if (m.lone_parts or m.lone_singles) and m.pair_filler:
         out.append("mining.lone_parts: echo groups (mining.pair_filler) draw their own filler; use one or the other")
     if fam == "partial" and m.partial_parts < 1:
         out.append("family partial: mining.partial_parts must be at least 1")
@@ -402,7 +409,7 @@ def world_problems(spec: TaskSpec, recipe: ModelRecipe) -> list[str]:
         out.append(f"model {recipe.name}: mining.decoys needs a world that plants decoys")
     if max(m.lures) and world.mechanisms.single < 2:
         out.append(f"model {recipe.name}: mining.lures needs a world that plants single triggers")
-    if m.lone_parts and world.kind != "grammar":
+    if (m.lone_parts or m.lone_singles) and world.kind != "grammar":
         out.append(f"model {recipe.name}: mining.lone_parts is only supported for grammar worlds")
     if m.context and not world.context_sequences:
         out.append(f"model {recipe.name}: mining.context needs world.context_sequences > 0")
