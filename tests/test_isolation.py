@@ -424,3 +424,16 @@ def test_a_venv_under_tmp_stays_visible_in_the_sandbox(monkeypatch):
     tmpfs = next(i for i in range(len(args) - 1) if args[i] == "--tmpfs" and args[i + 1] == "/tmp")
     bind = next(i for i in range(len(args) - 1) if args[i] == "--ro-bind" and args[i + 1] == "/tmp/checkout/.venv")
     assert tmpfs < bind
+
+
+def test_the_worker_inherits_the_numeric_kernel_choice(monkeypatch):
+    """A forced BLAS core type reaches the worker (else OpenBLAS autodetects another and kernel_shap's bits
+    differ); credentials and other variables of the harness do not."""
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "hunter2")
+    args = sandbox.bwrap_command("bwrap", None)
+    pairs = {args[i + 1]: args[i + 2] for i in range(len(args) - 2) if args[i] == "--setenv"}
+    assert pairs["OPENBLAS_CORETYPE"] == "Haswell"
+    assert "AWS_SECRET_ACCESS_KEY" not in pairs
+    monkeypatch.delenv("OPENBLAS_CORETYPE")
+    assert "OPENBLAS_CORETYPE" not in sandbox._env("/h", "/t", "/p")

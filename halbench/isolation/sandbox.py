@@ -33,6 +33,21 @@ PACKAGE_ROOT = "/opt/halbench"
 METHOD_FILE = "method.py"
 TMPFS_BYTES = 1 << 30
 WORKER = ("-s", "-B", "-P", "-m", "halbench.isolation.worker")
+# Variables that pick numeric kernels (BLAS core type, cache sizes, torch's CPU capability): the worker
+# inherits them so a method's arithmetic (captum's regressions, scikit-learn) takes the same code paths
+# inside as in the harness; without them OpenBLAS autodetects another core and the last bits differ.
+KERNEL_VARS = (
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+    "OPENBLAS_VERBOSE",
+    "GOTOBLAS_CORETYPE",
+    "MKL_CBWR",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "MKL_DEBUG_CPU_TYPE",
+    "ATEN_CPU_CAPABILITY",
+    "NPY_DISABLE_CPU_FEATURES",
+    "NPY_ENABLE_CPU_FEATURES",
+)
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/fonts", "/etc/localtime")
 
 
@@ -81,7 +96,8 @@ def choose(trust: bool) -> str | None:
 
 
 def _env(home: str, tmp: str, pythonpath: str) -> dict[str, str]:
-    return {
+    kernels = {key: os.environ[key] for key in KERNEL_VARS if key in os.environ}
+    return kernels | {
         "PATH": "/usr/bin:/bin",
         "HOME": home,
         "TMPDIR": tmp,
