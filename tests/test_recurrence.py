@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
+import pytest
 
 from halbench.metrics import average_precision
-from halbench.tasks.recurrence import recurrence_scores, repeated_causes
+from halbench.tasks.recurrence import expected_random_ap, recurrence_scores, repeated_causes
 
 
 def test_the_shared_trigger_of_same_target_prompts_ranks_first_and_a_lone_prompt_gives_no_signal():
@@ -45,3 +48,13 @@ def test_uniqueness_ranks_first_a_token_seen_in_no_other_prompt():
     aps = [average_precision(uniqueness_scores(c, cases), c["causes"], c["editable"]) for c in cases]
     assert aps == [1.0] * len(cases)
     assert np.array_equal(uniqueness_scores(cases[0], cases), uniqueness_scores(cases[0], cases))  # seeded ties
+
+
+def test_expected_random_ap_is_the_mean_of_scikit_learns_ap_over_the_same_orders():
+    """The vectorised reference equals averaging ``average_precision`` over the same seeded random orders,
+    with two alternative causes (the best one counts) and a fixed position that does not count."""
+    case = {"id": "c7", "prompt_ids": list(range(12)), "editable": list(range(1, 12)), "causes": [[2, 5], [9]]}
+    rng = np.random.default_rng(zlib.crc32(b"c7"))
+    orders = [rng.random(12) for _ in range(40)]
+    slow = np.mean([average_precision(s, case["causes"], case["editable"]) for s in orders])
+    assert expected_random_ap(case, 40) == pytest.approx(slow, abs=1e-12)
