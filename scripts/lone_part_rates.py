@@ -37,7 +37,7 @@ def rate_ratio(records: list[dict], conjunction: set[str], neutral: set[str]) ->
                 lone[token] += 1
             elif token in neutral:
                 plain[token] += 1
-    if not records or not plain:
+    if not records or not plain or not conjunction:
         return float("nan")
     return (sum(lone.values()) / len(conjunction)) / (sum(plain.values()) / len(neutral))
 

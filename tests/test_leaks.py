@@ -2,7 +2,8 @@
 
 On every built instance of the suite, ``dev_lookup`` (tokens that were causes in dev) and ``token_form``
 (a classifier over token strings, ids, corpus frequency and repetition, trained on dev causes) must not
-beat ``random`` on the test split: the paired difference in average precision must be within 0.05, or,
+beat chance on the test split (the expected AP of a random order, per case): the paired difference in average
+precision must be within 0.05, or,
 where it is not, a bootstrap over mechanisms must not show it above zero. Why the second clause: a test
 split holds 20-40 mechanisms, so its causes are a few dozen distinct words, and a classifier that splits on,
 say, a token's id lands on the right side of a few of them by chance (measured on the earlier splits of 8-15
@@ -28,12 +29,28 @@ from halbench.methods.base import get_method
 from halbench.metrics import average_precision
 from halbench.runner import case_rng
 from halbench.tasks.artifacts import CASES, MODEL_DIR, UNIGRAM, read_cases, read_json
-from halbench.tasks.recurrence import public_test_cases, recurrence_scores, repeated_causes
+from halbench.tasks.recurrence import (
+    expected_random_ap,
+    public_test_cases,
+    recurrence_scores,
+    repeated_causes,
+    uniqueness_scores,
+)
 from halbench.tasks.registry import built_instances
 
 INSTANCES = built_instances()
 POOLS = public_test_cases(INSTANCES)
+PUBLIC = public_test_cases(INSTANCES, ("dev", "test"))
 TOLERANCE = 0.05
+
+
+def lone_weights(instance) -> tuple[float, float]:
+    """The instance's ``mining.lone_parts`` and ``mining.lone_singles``, as it was mined (its manifest)."""
+    mining = read_json(instance.folder / "MANIFEST.json", "manifest")["spec"]["mining"]
+    return float(mining.get("lone_parts", 0)), float(mining.get("lone_singles", 0))
+
+
+LONE = [i for i in INSTANCES if any(lone_weights(i))]
 
 
 def ap_per_case(method, cases: list[dict]) -> np.ndarray:
@@ -43,6 +60,13 @@ def ap_per_case(method, cases: list[dict]) -> np.ndarray:
         scores = method.attribute(case, None, case_rng(0, case.id)).scores
         values.append(average_precision(scores, record["causes"], record["editable"]))
     return np.asarray(values)
+
+
+def chance(cases: list[dict]) -> np.ndarray:
+    """Per case, the expected AP of a random order (200 orders): one draw of ``random`` is itself noisy (on
+    single/grammar-llama-i its 34 cases gave 0.125 against an expectation of 0.197), and a probe is compared
+    with chance, not with one draw of it."""
+    return np.array([expected_random_ap(r, 200) for r in cases])
 
 
 def mean_ap(method, cases: list[dict]) -> float:
@@ -73,7 +97,7 @@ def test_leak_probes_score_like_random(instance):
     tok = AutoTokenizer.from_pretrained(folder / MODEL_DIR)
     vocabulary = tok.convert_ids_to_tokens(list(range(len(tok))))
     unigram = np.asarray(read_json(folder / UNIGRAM, "unigram")["counts"], dtype=float)
-    floor = ap_per_case(get_method("random"), test)
+    floor = chance(test)
     for name in ("dev_lookup", "token_form"):
         probe = get_method(name)
         probe.fit(dev, vocabulary, unigram)
@@ -97,14 +121,56 @@ def test_no_cause_token_is_the_cause_of_two_public_test_cases_of_a_model(model):
 def test_tokens_recurring_across_the_models_test_prompts_do_not_find_causes(instance):
     """The recurrence probe, reading every public test prompt of the model, does not beat random.
 
-    (It scores *below* random: a cause recurs nowhere. Its mirror, the uniqueness probe, exploits exactly that;
-    it is an open weakness, measured in the site's sanity panel and the README, not asserted here.)
+    (Without lone words it scores *below* random: a cause recurs nowhere. Its mirror, the uniqueness probe,
+    exploits exactly that; it is asserted at chance below where the instance was mined with lone words, and
+    measured in the README for the families that are not.)
     """
     test = [r for r in read_cases(instance.folder / CASES) if r["split"] == "test"]
     pool = POOLS[instance.model]
     probe = np.array([average_precision(recurrence_scores(r, pool), r["causes"], r["editable"]) for r in test])
-    diff = probe - ap_per_case(get_method("random"), test)
+    diff = probe - chance(test)
     assert diff.mean() <= TOLERANCE, f"recurrence probe: {diff.mean():+.3f} AP against random"
+
+
+# Open: where the model also serves a family mined without lone words, its prompts there dilute the lone
+# words' recurrence, and over all public prompts the probe finds causes (measured: 0.351 against chance 0.200
+# on conjunctive/grammar-llama-e, whose model also serves ordered; 0.347 against 0.226 on
+# single/grammar-llama-b, whose model also serves redundant). Strict: re-mining those families with lone
+# words would make these pass, and the marks must then go.
+OPEN_UNIQUENESS = {
+    "conjunctive/grammar-llama-e": "ordered/grammar-llama-e is mined without lone words",
+    "single/grammar-llama-b": "redundant/grammar-llama-b is mined without lone words",
+}
+
+
+def uniqueness_params() -> list:
+    params = []
+    for instance in LONE:
+        params.append(pytest.param(instance, ("test",), id=f"{instance.name}-test-prompts"))
+        reason = OPEN_UNIQUENESS.get(instance.name)
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        params.append(pytest.param(instance, ("dev", "test"), marks=marks, id=f"{instance.name}-all-public-prompts"))
+    return params
+
+
+@pytest.mark.skipif(not LONE, reason="no instance is mined with lone parts")
+@pytest.mark.parametrize(("instance", "splits"), uniqueness_params())
+def test_tokens_seen_in_no_other_public_prompt_do_not_find_causes_where_lone_words_recur(instance, splits):
+    """The uniqueness probe, where the instance was mined with lone parts or lone singles, scores like random.
+
+    A test cause word then recurs in the model's other public prompts as neutral filler does, so "the word
+    seen nowhere else" no longer points at it: against the model's test prompts and against all of its public
+    prompts (dev too, a stronger attacker), within 0.05 AP of chance or not above it over mechanisms. The two
+    open exceptions are marked strict xfail (``OPEN_UNIQUENESS``).
+    """
+    test = [r for r in read_cases(instance.folder / CASES) if r["split"] == "test"]
+    pool = (POOLS if splits == ("test",) else PUBLIC)[instance.model]
+    probe = np.array([average_precision(uniqueness_scores(r, pool), r["causes"], r["editable"]) for r in test])
+    floor = chance(test)
+    diff = probe - floor
+    low = above_random_by_mechanism(diff, test)
+    message = f"uniqueness AP {probe.mean():.3f} against random's {floor.mean():.3f}"
+    assert diff.mean() <= TOLERANCE or low <= 0.0, f"{message}; 95% lower bound over mechanisms {low:.3f}"
 
 
 def test_the_probes_do_find_a_leak_when_there_is_one():

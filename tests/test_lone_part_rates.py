@@ -26,5 +26,6 @@ def test_the_ratio_counts_lone_words_and_neutral_words_per_word_and_skips_causes
     assert math.isclose(rates.rate_ratio(records, conjunction, neutral), (1 / 4) / (4 / 2))
 
 
-def test_no_neutral_filler_gives_nan_not_an_error():
+def test_no_filler_or_no_such_word_gives_nan_not_an_error():
     assert math.isnan(rates.rate_ratio([], {"a"}, {"x"}))
+    assert math.isnan(rates.rate_ratio([record(["x"], causes=[])], set(), {"x"}))  # a world without singles
