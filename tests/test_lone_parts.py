@@ -106,3 +106,28 @@ def test_at_weight_zero_filler_holds_no_conjunction_word(setting):
     assert drawn
     for d in drawn:
         assert not [t for t, r in zip(d.prompt.tokens, d.prompt.roles, strict=True) if r == "filler" and t in conj]
+
+
+def test_natural_prompts_take_lone_triggers_only_in_their_editable_noun_slots():
+    """Natural worlds recur their test triggers too: only as nouns, where a trigger could stand, never elsewhere.
+
+    The full world (building it trains nothing): the quick one has too few test mechanisms to show any."""
+    spec = resolve("natural").spec()
+    assert spec.mining.lone_parts and spec.mining.lone_singles
+    recipe = resolve_model(spec.models[0]).recipe()
+    world = build_world(recipe.world)
+    tok = build_tokenizer(world.vocab())
+    owner = {t: m for m in world.mechanisms_of(["single", *CONJUNCTIONS], "test") for t in m.tokens}
+    nouns = set(recipe.world.trigger_categories)
+    lone = 0
+    for index in range(40):
+        drawn = draw_candidate(spec, recipe, world, tok, index, "test")
+        if drawn is None:
+            continue
+        own = drawn.mechanisms
+        editable = set(drawn.candidate.editable)
+        for i, (token, role) in enumerate(zip(drawn.prompt.tokens, drawn.prompt.roles, strict=True)):
+            if role == "filler" and token in owner and owner[token] not in own:
+                lone += 1
+                assert i in editable and world.category_of[token] in nouns
+    assert lone > 0

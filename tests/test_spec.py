@@ -115,10 +115,10 @@ def test_a_task_that_asks_more_than_its_world_gives_is_named():
     grammar = resolve_model("grammar-gpt2-a").recipe()
     problems = world_problems(spec, grammar)
     assert any("natural" in p for p in problems)
-    lone = spec.model_copy(update={"mining": spec.mining.model_copy(update={"lone_parts": 1.0})})
+    context = spec.model_copy(update={"mining": spec.mining.model_copy(update={"context": True})})
     assert any(
-        "lone_parts is only supported for grammar" in p
-        for p in world_problems(lone, resolve_model("natural-gpt2-a").recipe())
+        "context is only supported for grammar" in p
+        for p in world_problems(context, resolve_model("natural-gpt2-a").recipe())
     )
 
 

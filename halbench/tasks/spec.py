@@ -409,8 +409,6 @@ def world_problems(spec: TaskSpec, recipe: ModelRecipe) -> list[str]:
         out.append(f"model {recipe.name}: mining.decoys needs a world that plants decoys")
     if max(m.lures) and world.mechanisms.single < 2:
         out.append(f"model {recipe.name}: mining.lures needs a world that plants single triggers")
-    if (m.lone_parts or m.lone_singles) and world.kind != "grammar":
-        out.append(f"model {recipe.name}: mining.lone_parts is only supported for grammar worlds")
     if m.context and not world.context_sequences:
         out.append(f"model {recipe.name}: mining.context needs world.context_sequences > 0")
     if m.context and world.kind != "grammar":
