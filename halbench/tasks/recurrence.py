@@ -22,7 +22,11 @@ from halbench.tasks.artifacts import CASES, read_cases
 
 
 def recurrence_scores(case: dict, pool: list[dict]) -> np.ndarray:
-    """Per position: share of same-target prompts in ``pool`` holding its token minus the share of the others."""
+    """Per position: share of same-target prompts in ``pool`` holding its token minus the share of the others.
+
+    Ties (a token in no other prompt, or in as many) are broken at random, seeded by the case id, as an attacker
+    would: the metrics break ties against the method, which had held this probe below chance.
+    """
     target = case["target_ids"][0]
     same = [o for o in pool if o["target_ids"][0] == target and o["id"] != case["id"]]
     other = [o for o in pool if o["target_ids"][0] != target]
@@ -31,9 +35,8 @@ def recurrence_scores(case: dict, pool: list[dict]) -> np.ndarray:
         in_same.update(set(o["prompt_ids"]))
     for o in other:
         in_other.update(set(o["prompt_ids"]))
-    return np.array(
-        [(in_same[t] + 0.5) / (len(same) + 1) - (in_other[t] + 0.5) / (len(other) + 1) for t in case["prompt_ids"]]
-    )
+    shares = [(in_same[t] + 0.5) / (len(same) + 1) - (in_other[t] + 0.5) / (len(other) + 1) for t in case["prompt_ids"]]
+    return np.array(shares) + 1e-9 * tie_break(case)  # distinct shares differ by at least 1 / (pool size)^2
 
 
 def uniqueness_scores(case: dict, pool: list[dict]) -> np.ndarray:
@@ -49,8 +52,12 @@ def uniqueness_scores(case: dict, pool: list[dict]) -> np.ndarray:
         if o["id"] != case["id"]:
             counts.update(set(o["prompt_ids"]))
     own = Counter(case["prompt_ids"])
-    jitter = np.random.default_rng(zlib.crc32(str(case["id"]).encode())).random(len(case["prompt_ids"]))
-    return np.array([-(counts[t] + own[t] - 1) for t in case["prompt_ids"]], dtype=float) + 1e-3 * jitter
+    return np.array([-(counts[t] + own[t] - 1) for t in case["prompt_ids"]], dtype=float) + 1e-3 * tie_break(case)
+
+
+def tie_break(case: dict) -> np.ndarray:
+    """Per position a uniform draw in [0, 1), seeded by the case id: an attacker's random order within ties."""
+    return np.random.default_rng(zlib.crc32(str(case["id"]).encode())).random(len(case["prompt_ids"]))
 
 
 def public_test_cases(instances, splits: tuple[str, ...] = ("test",)) -> dict[str, list[dict]]:
