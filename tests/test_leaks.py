@@ -137,11 +137,12 @@ def test_tokens_recurring_across_the_models_test_prompts_do_not_find_causes(inst
 
 # Open: where the model also serves a family mined without lone words, its prompts there dilute the lone
 # words' recurrence, and over all public prompts the probe finds causes (measured: 0.351 against chance 0.200
-# on conjunctive/grammar-llama-e, whose model also serves ordered; single/grammar-llama-b was the second, until
-# redundant was re-mined with lone words). Strict: re-mining those families with lone
+# on conjunctive/grammar-llama-e, whose model also serves ordered; 0.347 against 0.226 on
+# single/grammar-llama-b, whose model also serves redundant). Strict: re-mining those families with lone
 # words would make these pass, and the marks must then go.
 OPEN_UNIQUENESS = {
     "conjunctive/grammar-llama-e": "ordered/grammar-llama-e is mined without lone words",
+    "single/grammar-llama-b": "redundant/grammar-llama-b is mined without lone words",
 }
 
 
