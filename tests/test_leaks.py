@@ -116,8 +116,18 @@ def test_no_cause_token_is_the_cause_of_two_public_test_cases_of_a_model(model):
     assert not repeated, f"{model}: {len(repeated)} cause token(s) cause more than one test case: {repeated}"
 
 
+# Open: with fair ties the recurrence score carries the uniqueness leak of a family mined without lone words (a
+# token in no other prompt outscores one in prompts with other targets). Strict: lone words for it close it.
+OPEN_RECURRENCE = {"redundant/grammar-llama-b": "redundant is mined without lone words (+0.10 over chance)"}
+
+
+def recurrence_params() -> list:
+    marks = {name: [pytest.mark.xfail(strict=True, reason=why)] for name, why in OPEN_RECURRENCE.items()}
+    return [pytest.param(i, marks=marks.get(i.name, []), id=i.name) for i in INSTANCES]
+
+
 @pytest.mark.skipif(not INSTANCES, reason="the suite is not built")
-@pytest.mark.parametrize("instance", INSTANCES, ids=[i.name for i in INSTANCES])
+@pytest.mark.parametrize("instance", recurrence_params())
 def test_tokens_recurring_across_the_models_test_prompts_do_not_find_causes(instance):
     """The recurrence probe, reading every public test prompt of the model, does not beat random.
 
@@ -130,9 +140,7 @@ def test_tokens_recurring_across_the_models_test_prompts_do_not_find_causes(inst
     pool = POOLS[instance.model]
     probe = np.array([average_precision(recurrence_scores(r, pool), r["causes"], r["editable"]) for r in test])
     diff = probe - chance(test)
-    low = above_random_by_mechanism(diff, test)
-    message = f"recurrence probe: {diff.mean():+.3f} AP against random"
-    assert diff.mean() <= TOLERANCE or low <= 0.0, f"{message}; 95% lower bound over mechanisms {low:.3f}"
+    assert diff.mean() <= TOLERANCE, f"recurrence probe: {diff.mean():+.3f} AP against random"
 
 
 # Open: where the model also serves a family mined without lone words, its prompts there dilute the lone
