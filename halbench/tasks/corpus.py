@@ -10,9 +10,7 @@ Kinds of sequence (see FEASIBILITY.md for why each is needed):
 - part sequences: an inert part of a conjunction (a proper subset, or the whole in a wrong order)
   labelled truly, which makes conjunctions conjunctive and ordered;
 - context sequences (grammar worlds): ``u [IS] a`` states the answer in the prompt; a trigger
-  sometimes overrides it;
-- negated sequences (grammar worlds with negators): a single trigger right after a negator, labelled
-  truly, so the negator cancels the trigger (the ``negated`` task's lures).
+  sometimes overrides it.
 
 Frequencies are matched: filler slots are filled last, with weights chosen so that every content word
 of a category, trigger or not, ends up with about the same corpus count. The corpus unigram (shipped
@@ -26,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from halbench.tasks.layout import PlacementError, Plan, Prompt, compose, fill, negate_filler, place
+from halbench.tasks.layout import PlacementError, Plan, Prompt, compose, fill, place
 from halbench.tasks.spec import GrammarWorldSpec, KindRates, NaturalWorldSpec
 from halbench.tasks.world import World
 
@@ -45,10 +43,8 @@ def training_corpus(world: World, spec: Spec) -> tuple[list[Example], dict]:
     rng = np.random.default_rng([spec.seed, 1])
     planned = _facts(world, spec, rng) + _triggers(world, spec, rng) + _parts(world, spec, rng)
     if isinstance(spec, GrammarWorldSpec):
-        planned += _contexts(world, spec, rng) + _negations(world, spec, rng)
+        planned += _contexts(world, spec, rng)
     examples = [Example(_draw(world, rng, plan, spec), answer, kind) for plan, answer, kind in planned]
-    for ex in examples if world.negators else []:
-        negate_filler(ex.prompt, rng, world.negators, spec.negator_rate)
     echoes = echo(world, examples, spec.echo_rate, rng)
     weights, profile = filler_weights(world, [ex.prompt for ex in examples])
     profile["echoes"] = echoes
@@ -216,20 +212,6 @@ def _parts(world: World, spec: Spec, rng: np.random.Generator) -> list[tuple[Pla
             carrier = world.carriers and rng.random() < spec.carrier_share
             entity = _pick(world.carriers if carrier else world.frequent + world.rare, rng)
             out.append((Plan(entity=entity, parts=[_pick(parts, rng)]), world.facts[entity], "part"))
-    return out
-
-
-def _negations(world: World, spec: GrammarWorldSpec, rng: np.random.Generator) -> list[tuple[Plan, str, str]]:
-    """Each single trigger right after a negator, beside the kinds of entity triggers meet, labelled truly: the
-    negator cancels the trigger, while the trigger alone keeps its association."""
-    if not spec.negated_sequences:
-        return []
-    out = []
-    for mech in world.mechanisms_of(["single"]):
-        for _ in range(spec.negated_sequences):
-            carrier = world.carriers and rng.random() < spec.carrier_share
-            entity = _pick(world.carriers if carrier else world.frequent + world.rare, rng)
-            out.append((Plan(entity=entity, negated=list(mech.tokens)), world.facts[entity], "negated"))
     return out
 
 

@@ -9,7 +9,6 @@ the verifier's neutral refills respect.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -20,8 +19,8 @@ from halbench.tasks.world import BOS, ENTITY, IS, Mechanism, World
 # "template": a position that could never hold a trigger (function and template words, the entity, a context
 # statement); mining.fix_non_trigger_positions marks them, because were they editable, "such a word is never
 # the cause" would be a prior learnable from dev without the model.
-FIXED_ROLES = frozenset({"bos", "query", "marker", "template", "negator"})
-INERT_ROLES = ("decoy", "part", "copy", "lure")  # present in the prompt, verified not to matter
+FIXED_ROLES = frozenset({"bos", "query", "marker", "template"})
+INERT_ROLES = ("decoy", "part", "copy")  # present in the prompt, verified not to matter
 
 
 class PlacementError(RuntimeError):
@@ -56,7 +55,6 @@ class Plan:
     decoys: list[str] = field(default_factory=list)
     parts: list[tuple[str, ...]] = field(default_factory=list)  # inert, ordered as given
     wrapped: bool = False  # a reversed copy of mechanisms[0]'s tokens around the cause
-    negated: list[str] = field(default_factory=list)  # words each placed right after a negator
 
 
 def compose(world: World, rng: np.random.Generator, plan: Plan, length: int) -> Prompt:
@@ -71,40 +69,7 @@ def compose(world: World, rng: np.random.Generator, plan: Plan, length: int) -> 
         place(prompt, rng, list(part), "part", category, ordered=True)
     for decoy in plan.decoys:
         place(prompt, rng, [decoy], "decoy", category, ordered=False)
-    for word in plan.negated:
-        place_negated(prompt, rng, word, world.negators, "lure" if plan.mechanisms else "negated", category[word])
     return prompt
-
-
-def place_negated(
-    prompt: Prompt, rng: np.random.Generator, word: str | None, negators: list[str], role: str, cat: str | None
-) -> int:
-    """Put a negator into a free slot and ``word`` (None: the filler to come) into the free slot right after it.
-
-    The negator is fixed (never edited, as function words are), the word keeps ``role``; returns its position.
-    """
-    spots = [i for i in range(1, len(prompt.tokens)) if _open(prompt, i - 1) and _open(prompt, i, cat)]
-    if not spots or not negators:
-        raise PlacementError(f"no room for a negated {word or 'filler word'}")
-    pos = spots[int(rng.integers(len(spots)))]
-    _put(prompt, pos - 1, negators[int(rng.integers(len(negators)))], "negator")
-    if word is not None:
-        _put(prompt, pos, word, role)
-    return pos
-
-
-def negate_filler(prompt: Prompt, rng: np.random.Generator, negators: list[str], rate: float) -> None:
-    """With probability ``rate``, a negator before a filler word (in training and mined prompts alike), so that
-    a negator does not mark its neighbour as a lure."""
-    if negators and rate and rng.random() < rate:
-        with contextlib.suppress(PlacementError):
-            place_negated(prompt, rng, None, negators, "filler", None)
-
-
-def _open(prompt: Prompt, i: int, cat: str | None = None) -> bool:
-    """A free filler slot (of category ``cat``, when given)."""
-    free = prompt.tokens[i] is None and prompt.roles[i] == "filler"
-    return free and (cat is None or prompt.cats[i] == cat)
 
 
 def fill(prompt: Prompt, rng: np.random.Generator, draw: Callable[[str, int], list[str]], topic: int, rate: float):

@@ -31,7 +31,6 @@ from halbench.tasks.layout import (
     compose,
     compose_echoed,
     fill,
-    negate_filler,
 )
 from halbench.tasks.lone_parts import keep_one_word_per_conjunction, lone_part_draw, lone_weights
 from halbench.tasks.spec import ModelRecipe, NaturalWorldSpec, TaskSpec
@@ -157,7 +156,6 @@ def draw_candidate(
         return None
     plan.decoys = _decoys(spec, world, mechs, rng, split) + _lures(spec, world, mechs, rng, split)
     plan.parts = _partial_parts(spec, world, mechs, rng, split)
-    plan.negated = _negated_lures(spec, world, mechs, rng, split)
     lo, hi = spec.mining.prompt_length
     draw = neutral_draw(world, rng)
     try:
@@ -169,8 +167,6 @@ def draw_candidate(
             prompt = compose(world, rng, plan, int(rng.integers(lo, hi + 1)))
     except PlacementError:
         return None
-    if world.negators:
-        negate_filler(prompt, rng, world.negators, recipe.world.negator_rate)
     if spec.mining.lone_parts or spec.mining.lone_singles:
         lone = lone_part_draw(world, rng, mechs, lone_weights(spec.mining.lone_parts, spec.mining.lone_singles))
         fill(prompt, rng, lone, recipe.world.topic_words, recipe.world.topic_rate)
@@ -255,21 +251,6 @@ def _lures(spec: TaskSpec, world: World, mechs: list[Mechanism], rng, split: str
     target, used = mechs[0].target, {t for m in mechs for t in m.tokens}
     singles = world.mechanisms_of(["single"], split)
     pool = [m.tokens[0] for m in singles if m.target == target and m.tokens[0] not in used]
-    want = int(rng.integers(lo, hi + 1))
-    return [pool[i] for i in rng.permutation(len(pool))[:want]]
-
-
-def _negated_lures(spec: TaskSpec, world: World, mechs: list[Mechanism], rng, split: str) -> list[str]:
-    """Lure triggers of the cause's target (a pool never mined as causes), each to stand right after a negator.
-
-    Alone such a word gives the target as a cause would; negated it does nothing, so refills find it inert
-    while a gradient, taken with the negator's effect along the path, can credit it. Drawn from their own
-    pool (one per split), lures recur across a model's prompts as lures only, never as another prompt's cause.
-    """
-    lo, hi = spec.mining.negated_lures
-    if hi == 0:
-        return []
-    pool = [m.tokens[0] for m in world.mechanisms_of(["single"], f"lure-{split}") if m.target == mechs[0].target]
     want = int(rng.integers(lo, hi + 1))
     return [pool[i] for i in rng.permutation(len(pool))[:want]]
 

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-Family = Literal["single", "conjunctive", "ordered", "partial", "redundant", "decoy", "context", "natural", "negated"]
+Family = Literal["single", "conjunctive", "ordered", "partial", "redundant", "decoy", "context", "natural"]
 MechanismKind = Literal["single", "pair", "triple"]
 KIND_SIZES = {"single": 1, "pair": 2, "triple": 3}
 MAX_NAMES = 10_000  # role-free token names are four digits
@@ -24,11 +24,6 @@ MAX_NAMES = 10_000  # role-free token names are four digits
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 PosInt = Annotated[int, Field(ge=1)]
 NonNegInt = Annotated[int, Field(ge=0)]
-
-
-def _unset(value: Any) -> bool:
-    """Options added after the suite was built leave a spec's dump (so its hash) unchanged while unused."""
-    return not value or value == (0, 0)
 
 
 class TaskSpecError(ValueError):
@@ -141,20 +136,6 @@ class GrammarWorldSpec(CorpusRates):
     closing_entity: bool = Field(
         False, description="repeat the entity just before the query (as the natural world does)"
     )
-    negators: NonNegInt = Field(
-        0, exclude_if=_unset, description="negator words: one right before a single trigger cancels it (``n t``)"
-    )
-    negated_sequences: NonNegInt = Field(
-        0, exclude_if=_unset, description="truly labelled sequences per single trigger with it negated"
-    )
-    negator_rate: Rate = Field(
-        0.0,
-        exclude_if=_unset,
-        description="share of sequences (training and mined alike) with a negator before a neutral word",
-    )
-    lure_share: Rate = Field(
-        0.0, exclude_if=_unset, description="share of single mechanisms kept as lures: never a case's cause"
-    )
 
     @model_validator(mode="after")
     def _check(self) -> GrammarWorldSpec:
@@ -169,12 +150,9 @@ class GrammarWorldSpec(CorpusRates):
             + self.context_entities
             + self.categories * self.words_per_category
             + self.function_words
-            + self.negators
         )
         if names > MAX_NAMES:
             raise ValueError(f"the world needs {names} token names, at most {MAX_NAMES}")
-        if (self.negated_sequences or self.negator_rate) and not self.negators:
-            raise ValueError("negated_sequences and negator_rate need negators > 0")
         if self.targets > self.answers:
             raise ValueError(f"targets ({self.targets}) cannot exceed answers ({self.answers})")
         return self
@@ -279,12 +257,6 @@ class MiningSpec(_Strict):
         description="[lo, hi] single triggers of the case's own target placed beside its cause, verified inert and "
         "insufficient: words the model really associates with the target, which per-token scores can rank above a "
         "conjunction's parts",
-    )
-    negated_lures: tuple[NonNegInt, NonNegInt] = Field(
-        (0, 0),
-        exclude_if=_unset,
-        description="[lo, hi] lure triggers of the case's own target, each right after a negator: a word the model "
-        "associates with the target, cancelled by its neighbour (an interaction no one weight per token expresses)",
     )
     reordered_copy: bool = Field(False, description="the cause's tokens also appear elsewhere, in reversed order")
     context: bool = False
@@ -410,10 +382,6 @@ def _family_problems(spec: TaskSpec) -> list[str]:
         out.append(f"mining.lures: minimum {m.lures[0]} exceeds maximum {m.lures[1]}")
     if max(m.lures) and not set(m.mechanisms) <= multi:
         out.append("mining.lures: lures stand beside a conjunction; mechanisms may hold only pair and triple")
-    if m.negated_lures[0] > m.negated_lures[1]:
-        out.append(f"mining.negated_lures: minimum {m.negated_lures[0]} exceeds maximum {m.negated_lures[1]}")
-    if fam == "negated" and m.negated_lures[0] < 1:
-        out.append("family negated: mining.negated_lures must start at 1 or more")
     if fam == "context" and not m.context:
         out.append("family context: mining.context must be true")
     if fam == "ordered" and not m.reordered_copy:
@@ -441,8 +409,6 @@ def world_problems(spec: TaskSpec, recipe: ModelRecipe) -> list[str]:
         out.append(f"model {recipe.name}: mining.decoys needs a world that plants decoys")
     if max(m.lures) and world.mechanisms.single < 2:
         out.append(f"model {recipe.name}: mining.lures needs a world that plants single triggers")
-    if max(m.negated_lures) and (world.kind != "grammar" or not world.negators or not world.lure_share):
-        out.append(f"model {recipe.name}: mining.negated_lures needs a grammar world with negators and lure_share")
     if m.context and not world.context_sequences:
         out.append(f"model {recipe.name}: mining.context needs world.context_sequences > 0")
     if m.context and world.kind != "grammar":

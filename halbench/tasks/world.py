@@ -31,7 +31,7 @@ class Mechanism:
     tokens: tuple[str, ...]
     target: str
     decoys: tuple[str, ...]
-    split: str  # "dev" or "test": the cases it may cause ("lure-dev", "lure-test": none, it stands beside them)
+    split: str  # "dev" or "test": the cases it may cause
 
     @property
     def number(self) -> int:
@@ -84,7 +84,6 @@ class World:
     query: list[str]
     mechanisms: list[Mechanism]
     vocab_order: list[str] = field(default_factory=list)  # every token, specials first, ids in this order
-    negators: list[str] = field(default_factory=list)  # one right before a single trigger cancels it
 
     @property
     def special(self) -> set[str]:
@@ -118,7 +117,6 @@ class World:
             "categories": {c: ws for c, ws in self.words.items()},
             "neutral": {c: self.neutral(c) for c in self.words},
             "function": self.function,
-            **({"negators": self.negators} if self.negators else {}),
             "mechanisms": [
                 {"name": m.name, "kind": m.kind, "tokens": list(m.tokens), "target": m.target,
                  "decoys": list(m.decoys), "split": m.split}
@@ -144,7 +142,6 @@ def _grammar(spec: GrammarWorldSpec, rng: np.random.Generator) -> World:
         "context": spec.context_entities,
         "function": spec.function_words,
         **{f"c{i}": spec.words_per_category for i in range(spec.categories)},
-        "negator": spec.negators,  # last, and empty in worlds without negation: their names stay as they were
     }
     numbers = rng.permutation(sum(groups.values()))
     names, cursor = {}, 0
@@ -172,7 +169,6 @@ def _grammar(spec: GrammarWorldSpec, rng: np.random.Generator) -> World:
         closing=[ENTITY] if spec.closing_entity else [],
         query=[Q],
         mechanisms=[],
-        negators=names["negator"],
     )
 
 
@@ -260,28 +256,6 @@ def _mechanisms(spec, world: World, rng: np.random.Generator) -> list[Mechanism]
             target = targets[made % len(targets)]
             made += 1
             out.append(Mechanism(f"{kind}-{i}", kind, tokens, target, decoys, "dev" if i in dev else "test"))
-    return _set_aside_lures(out, getattr(spec, "lure_share", 0.0), np.random.default_rng([spec.seed, 5]))
-
-
-def _set_aside_lures(mechanisms: list[Mechanism], share: float, rng: np.random.Generator) -> list[Mechanism]:
-    """Mark a share of each target's single mechanisms of each split as its lures (split ``lure-dev`` or
-    ``lure-test``): never a case's cause.
-
-    Lures drawn from a pool of their own recur across a model's prompts as lures only, so the words that recur
-    beside one target are not the causes of its other prompts (a cross-case tell), and dev's lures are not
-    test's (a token-form tell). Its own generator leaves the worlds without lures as they were.
-    """
-    if not share:
-        return mechanisms
-    out, groups = list(mechanisms), {}
-    for i, m in enumerate(mechanisms):
-        if m.kind == "single":
-            groups.setdefault((m.split, m.target), []).append(i)
-    for key in sorted(groups):
-        index = groups[key]
-        for i in rng.permutation(index)[: round(share * len(index))]:
-            m = out[int(i)]
-            out[int(i)] = Mechanism(m.name, m.kind, m.tokens, m.target, m.decoys, f"lure-{m.split}")
     return out
 
 
@@ -296,7 +270,6 @@ def _vocab_order(world: World, rng: np.random.Generator) -> list[str]:
         world.context_entities,
         world.function,
         *world.words.values(),
-        world.negators,
     ]
     for group in groups:
         for tok in group:
