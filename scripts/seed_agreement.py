@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Kendall tau between the headline rankings of two builds of the suite (say, two seeds).
 
-A build is a repository-like folder with ``results/`` and a tasks folder. Only instances built in both
-(same ``task/model`` names) and methods complete on all of them in both count, so the two rankings are over
+A build is a repository-like folder with ``results/`` and a tasks folder. Only instances built and evaluated
+in both (same ``task/model`` names) and methods complete on all of them in both count, so the two rankings are over
 the same cells. Prints each build's headline per method, the tau over all common instances and per task.
 Reads files only; the second build need not be committed (``HALBENCH_TASKS`` and ``eval --out`` make one).
 
@@ -44,8 +44,10 @@ def headline(inputs: Inputs, instances: list[str]) -> dict[str, float]:
 def main(repo_a: Path, tasks_a: Path | None, repo_b: Path, tasks_b: Path | None) -> None:
     a, b = load_inputs(repo_a, tasks_a), load_inputs(repo_b, tasks_b)
     common = sorted(set(a.manifests) & set(b.manifests))
+    # a tasks folder copied whole holds instances that were not rebuilt (nor evaluated) there: skip them
+    common = [n for n in common if headline(a, [n]) and headline(b, [n])]
     if not common:
-        raise click.ClickException("the two builds share no task instance")
+        raise click.ClickException("the two builds share no task instance with results in both")
     ha, hb = headline(a, common), headline(b, common)
     methods = sorted(set(ha) & set(hb), key=lambda m: -ha[m])
     click.echo(f"instances in both: {', '.join(common)}\n")
