@@ -23,17 +23,23 @@ from halbench.site.inputs import Inputs, load_inputs
 REPO = Path(__file__).resolve().parents[1]
 
 
-def headline(inputs: Inputs, instances: list[str]) -> dict[str, float]:
-    """Mean over ``instances`` of each ranked method's per-instance headline (methods complete on all of them;
-    leak probes left out, as on the board)."""
+def instance_headlines(inputs: Inputs, instances: list[str]) -> dict[str, dict[str, float]]:
+    """Each instance's headline per ranked method, methods complete on it only (leak probes left out, as on the
+    board); an instance with no results gets an empty dict."""
     kinds = {name: cls.kind for name, cls in registered().items()}
     methods = [m for m in inputs.store.methods if kinds.get(m) != PROBE_KIND]
-    per_instance = []
+    out = {}
     for name in instances:
         one = suite_index(inputs.tasks_root, [name])  # per-model figures of this instance alone
-        per_instance.append(per_model_headline(inputs.store, one, methods).get(name.split("/", 1)[1], {}))
-    common = set.intersection(*(set(s) for s in per_instance)) if per_instance else set()
-    return {m: sum(s[m] for s in per_instance) / len(per_instance) for m in sorted(common)}
+        out[name] = per_model_headline(inputs.store, one, methods).get(name.split("/", 1)[1], {})
+    return out
+
+
+def headline(per_instance: dict[str, dict[str, float]], instances: list[str]) -> dict[str, float]:
+    """Mean over ``instances`` of each method's per-instance headline, for methods complete on all of them."""
+    rows = [per_instance[n] for n in instances]
+    common = set.intersection(*(set(r) for r in rows)) if rows else set()
+    return {m: sum(r[m] for r in rows) / len(rows) for m in sorted(common)}
 
 
 @click.command()
@@ -43,12 +49,13 @@ def headline(inputs: Inputs, instances: list[str]) -> dict[str, float]:
 @click.option("--tasks-b", type=click.Path(path_type=Path, file_okay=False), help="default: <b>/tasks")
 def main(repo_a: Path, tasks_a: Path | None, repo_b: Path, tasks_b: Path | None) -> None:
     a, b = load_inputs(repo_a, tasks_a), load_inputs(repo_b, tasks_b)
-    common = sorted(set(a.manifests) & set(b.manifests))
+    shared = sorted(set(a.manifests) & set(b.manifests))
+    per_a, per_b = instance_headlines(a, shared), instance_headlines(b, shared)
     # a tasks folder copied whole holds instances that were not rebuilt (nor evaluated) there: skip them
-    common = [n for n in common if headline(a, [n]) and headline(b, [n])]
+    common = [n for n in shared if per_a[n] and per_b[n]]
     if not common:
         raise click.ClickException("the two builds share no task instance with results in both")
-    ha, hb = headline(a, common), headline(b, common)
+    ha, hb = headline(per_a, common), headline(per_b, common)
     methods = sorted(set(ha) & set(hb), key=lambda m: -ha[m])
     click.echo(f"instances in both: {', '.join(common)}\n")
     click.echo("| method | build a | build b |\n|---|---|---|")
@@ -57,7 +64,8 @@ def main(repo_a: Path, tasks_a: Path | None, repo_b: Path, tasks_b: Path | None)
     click.echo(f"\nKendall tau over all common instances ({len(methods)} methods): {_fmt(kendall_tau(ha, hb))}")
     for task in sorted({n.split("/", 1)[0] for n in common}):
         names = [n for n in common if n.startswith(task + "/")]
-        click.echo(f"  {task} ({len(names)} instances): {_fmt(kendall_tau(headline(a, names), headline(b, names)))}")
+        tau = kendall_tau(headline(per_a, names), headline(per_b, names))
+        click.echo(f"  {task} ({len(names)} instances): {_fmt(tau)}")
 
 
 def _fmt(tau: float | None) -> str:
