@@ -353,3 +353,43 @@ def test_tasks_without_lures_draw_no_random_numbers_for_them():
     before = rng.bit_generator.state
     assert _lures(spec, world, world.mechanisms_of(["pair"], "test")[:1], rng, "test") == []
     assert rng.bit_generator.state == before
+
+
+def test_a_cause_tilt_draws_late_slots_more_often_and_no_tilt_draws_as_before(quick):
+    """``cause_tilt`` weights a cause slot by exp(tilt * position / length); without one, prompts are those of
+    every build before tilts existed (the committed instances stay valid)."""
+    spec, world = quick
+    mech = world.mechanisms_of(["pair"])[0]
+
+    def mean_place(tilt: float) -> float:
+        places = []
+        for seed in range(300):
+            plan = Plan(entity=world.rare[0], mechanisms=[mech], cause_tilt=tilt)
+            try:
+                prompt = draw(world, spec, plan, 48, seed)
+            except PlacementError:
+                continue
+            places += [p / len(prompt.tokens) for p in prompt.positions("cause0")]
+        return float(np.mean(places))
+
+    flat, late, early = mean_place(0.0), mean_place(4.0), mean_place(-4.0)
+    assert late > flat + 0.08 and early < flat - 0.08
+
+
+def test_committed_cases_of_a_task_with_another_models_tilt_are_drawn_again_exactly():
+    """decoy tilts grammar-gpt2-g's causes only: grammar-llama-h's committed prompts are the candidates mining
+    draws today, so the tilt option changed no draw of an untilted instance."""
+    from transformers import AutoTokenizer
+
+    from halbench.tasks.artifacts import CASES, MODEL_DIR, read_cases
+    from halbench.tasks.mining import draw_candidate
+    from halbench.tasks.registry import resolve
+
+    task, ref = resolve("decoy"), resolve_model("grammar-llama-h")
+    spec, recipe = task.spec(), ref.recipe()
+    assert spec.mining.cause_tilt.get("grammar-llama-h", 0.0) == 0.0 < spec.mining.cause_tilt["grammar-gpt2-g"]
+    world, tok = build_world(recipe.world), AutoTokenizer.from_pretrained(ref.folder / MODEL_DIR)
+    records = read_cases(task.folder / "grammar-llama-h" / CASES)
+    for r in records[:3] + records[-2:]:
+        drawn = draw_candidate(spec, recipe, world, tok, int(r["id"].rsplit("-", 1)[1]), r["split"])
+        assert drawn.candidate.prompt_ids == r["prompt_ids"]

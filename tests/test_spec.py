@@ -100,6 +100,7 @@ def test_missing_field_is_named(tmp_path):
         ("single", {"test_slice": [2, 2]}, "remainder 2 must be below the modulus 2"),
         ("single", {"test_per_mechanism": 0}, "test_per_mechanism"),
         ("conjunctive", {"mechanisms": ["pair"], "lone_parts": 1.0, "pair_filler": True}, "use one or the other"),
+        ("single", {"cause_tilt": {"no-such-model": 1.0}}, "no-such-model not among the task's models"),
     ],
 )
 def test_family_rules(tmp_path, family, mining, message):
@@ -171,3 +172,17 @@ def test_natural_world_rejects_answers_among_its_words(tmp_path):
     raw["world"]["words"]["noun"].append("vienna")
     with pytest.raises(TaskSpecError, match="must not contain answers"):
         load_recipe(write(tmp_path, raw, "model.yaml"))
+
+
+def test_a_models_cause_tilt_enters_its_own_mining_hash_only(tmp_path):
+    """Tuning one model's tilt must not invalidate the instances built on the task's other models."""
+    from halbench.tasks.build import mining_hash
+
+    raw = read_raw(SINGLE)
+    plain = load_spec(write(tmp_path, raw))
+    first, *others = plain.models
+    raw["mining"]["cause_tilt"] = {first: 1.5}
+    tilted = load_spec(write(tmp_path, raw, "tilted.yaml"))
+    assert "cause_tilt" not in plain.model_dump()["mining"]  # unused: the dump (so every built hash) as before
+    assert mining_hash(tilted, first) != mining_hash(plain, first)
+    assert others and all(mining_hash(tilted, m) == mining_hash(plain, m) for m in others)

@@ -50,10 +50,15 @@ def spec_hash(spec: TaskSpec | ModelRecipe) -> str:
     return canonical_hash(spec.model_dump(exclude={"quick"}))
 
 
-def mining_hash(spec: TaskSpec) -> str:
-    """What an instance's cases depend on: the definition less its list of models, so that adding a model to a
-    task leaves the instances already built on the others valid."""
-    return canonical_hash(spec.model_dump(exclude={"quick", "models"}))
+def mining_hash(spec: TaskSpec, model: str) -> str:
+    """What ``model``'s instance's cases depend on: the definition less its list of models and the other models'
+    options, so that adding a model to a task, or tuning another model's tilt, leaves the instances already built
+    on the others valid."""
+    dump = spec.model_dump(exclude={"quick", "models"})
+    tilt = dump["mining"].pop("cause_tilt", {}).get(model)
+    if tilt:
+        dump["mining"]["cause_tilt"] = tilt
+    return canonical_hash(dump)
 
 
 def _train(recipe: ModelRecipe, staging: Path, progress: bool) -> dict:

@@ -65,9 +65,10 @@ def check_instance(ref: InstanceRef, sample: int = 32, seed: int = 0) -> CheckRe
         except TaskSpecError as exc:
             report.problems.append(str(exc))
             return report
-        if mining_hash(current) != mining_hash(spec):
+        model = manifest.get("model", {}).get("name")
+        if mining_hash(current, model) != mining_hash(spec, model):
             report.problems.append(f"{definition}: the definition changed since the build; rebuild the task")
-        elif (model := manifest.get("model", {}).get("name")) not in current.models:
+        elif model not in current.models:
             report.problems.append(f"{definition}: no longer lists model {model}; rebuild or remove the instance")
     report.problems += [p for r in records for p in validate_case(r)]
     if not report.problems:

@@ -55,6 +55,7 @@ class Plan:
     decoys: list[str] = field(default_factory=list)
     parts: list[tuple[str, ...]] = field(default_factory=list)  # inert, ordered as given
     wrapped: bool = False  # a reversed copy of mechanisms[0]'s tokens around the cause
+    cause_tilt: float = 0.0  # cause slots weighted exp(tilt * position / length); 0: uniform
 
 
 def compose(world: World, rng: np.random.Generator, plan: Plan, length: int) -> Prompt:
@@ -62,7 +63,7 @@ def compose(world: World, rng: np.random.Generator, plan: Plan, length: int) -> 
     prompt = _skeleton(world, rng, plan, length)
     category = world.category_of
     for alt, mech in enumerate(plan.mechanisms):
-        place(prompt, rng, list(mech.tokens), f"cause{alt}", category, ordered=True)
+        place(prompt, rng, list(mech.tokens), f"cause{alt}", category, ordered=True, tilt=plan.cause_tilt)
     if plan.wrapped and plan.mechanisms:
         _wrap(prompt, rng, plan.mechanisms[0], category)
     for part in plan.parts:
@@ -155,13 +156,25 @@ def _put(prompt: Prompt, pos: int, token: str, role: str) -> None:
     prompt.roles[pos] = role
 
 
-def place(prompt: Prompt, rng: np.random.Generator, items: list[str], role: str, category: dict, ordered: bool) -> None:
-    """Put ``items`` into free slots of their categories; ordered items keep their order and never touch."""
+def place(
+    prompt: Prompt,
+    rng: np.random.Generator,
+    items: list[str],
+    role: str,
+    category: dict,
+    ordered: bool,
+    tilt: float = 0.0,
+) -> None:
+    """Put ``items`` into free slots of their categories; ordered items keep their order and never touch.
+
+    With ``tilt`` a slot at position ``p`` is drawn with weight ``exp(tilt * p / length)`` (0: uniformly, with
+    the draws of every build before tilts existed)."""
     frees = [_free(prompt, category[item]) for item in items]
     if any(len(f) == 0 for f in frees):
         raise PlacementError(f"no room for {items}")
+    pick = _tilted(rng, len(prompt.tokens), tilt) if tilt else lambda f: f[int(rng.integers(len(f)))]
     for _ in range(200):
-        chosen = [f[int(rng.integers(len(f)))] for f in frees]
+        chosen = [pick(f) for f in frees]
         if len(set(chosen)) < len(chosen):
             continue
         if not ordered or len(items) == 1 or np.all(np.diff(chosen) >= 2):
@@ -172,6 +185,14 @@ def place(prompt: Prompt, rng: np.random.Generator, items: list[str], role: str,
             raise PlacementError(f"cannot place {items} in order without adjacent tokens")
     for pos, item in zip(chosen, items, strict=True):
         _put(prompt, int(pos), item, role)
+
+
+def _tilted(rng: np.random.Generator, length: int, tilt: float) -> Callable[[list[int]], int]:
+    def pick(free: list[int]) -> int:
+        weights = np.exp(tilt * np.asarray(free, dtype=float) / length)
+        return free[int(rng.choice(len(free), p=weights / weights.sum()))]
+
+    return pick
 
 
 def _ordered_draw(frees: list, rng: np.random.Generator, tries: int = 200) -> list[int] | None:
@@ -219,7 +240,7 @@ def compose_echoed(world: World, rng: np.random.Generator, plan: Plan, length: i
     prompt = _skeleton(world, rng, plan, length)
     free = sum(t is None and r == "filler" for t, r in zip(prompt.tokens, prompt.roles, strict=True))
     echo_groups(prompt, rng, draw, sizes, limit=int(rng.integers(int(free / (2 * np.mean(sizes))) + 1)))
-    place(prompt, rng, list(plan.mechanisms[0].tokens), "cause0", world.category_of, ordered=True)
+    place(prompt, rng, list(plan.mechanisms[0].tokens), "cause0", world.category_of, ordered=True, tilt=plan.cause_tilt)
     _wrap(prompt, rng, plan.mechanisms[0], world.category_of)
     echo_groups(prompt, rng, draw, sizes)
     return prompt

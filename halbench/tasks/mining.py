@@ -142,7 +142,8 @@ def draw_candidate(
     """Draw candidate ``index`` of ``split``; ``None`` when it cannot be laid out or its target is the truth."""
     rng = np.random.default_rng([spec.seed, 2, SPLITS.index(split), index])
     mechs = _pick_mechanisms(spec, world, rng, split, index)
-    plan = Plan(mechanisms=mechs, wrapped=spec.mining.reordered_copy)
+    tilt = spec.mining.cause_tilt.get(recipe.name, 0.0)
+    plan = Plan(mechanisms=mechs, wrapped=spec.mining.reordered_copy, cause_tilt=tilt)
     if spec.mining.context:
         choices = [a for a in world.answers if a != mechs[0].target]
         faithful = choices[int(rng.integers(len(choices)))]

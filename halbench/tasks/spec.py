@@ -26,6 +26,11 @@ PosInt = Annotated[int, Field(ge=1)]
 NonNegInt = Annotated[int, Field(ge=0)]
 
 
+def _unset(value: Any) -> bool:
+    """Options added after the suite was built leave a spec's dump (so its hash) unchanged while unused."""
+    return not value
+
+
 class TaskSpecError(ValueError):
     """A definition file is unreadable or invalid; the message lists every problem."""
 
@@ -258,6 +263,14 @@ class MiningSpec(_Strict):
         "insufficient: words the model really associates with the target, which per-token scores can rank above a "
         "conjunction's parts",
     )
+    cause_tilt: dict[str, float] = Field(
+        default_factory=dict,
+        exclude_if=_unset,
+        description="per model: cause slots drawn with weight exp(tilt * relative position) instead of uniformly. "
+        "A model that hallucinates more often from early causes leaves that slope in its verified cases, a prior "
+        "on where the cause sits that needs no model (scripts/position_probe.py); a tilt set from the dev slope "
+        "(scripts/position_rates.py) draws late causes more often to level it",
+    )
     reordered_copy: bool = Field(False, description="the cause's tokens also appear elsewhere, in reversed order")
     context: bool = False
     prompt_length: tuple[PosInt, PosInt]
@@ -357,6 +370,8 @@ class TaskSpec(_Strict):
         k, n = self.mining.test_slice
         if k >= n:
             problems.append(f"mining.test_slice: remainder {k} must be below the modulus {n}")
+        if unknown := sorted(set(self.mining.cause_tilt) - set(self.models)):
+            problems.append(f"mining.cause_tilt: {', '.join(unknown)} not among the task's models")
         if len(set(self.models)) != len(self.models):
             problems.append("models: a model is listed twice")
         if problems:
