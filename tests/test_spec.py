@@ -101,6 +101,8 @@ def test_missing_field_is_named(tmp_path):
         ("single", {"test_per_mechanism": 0}, "test_per_mechanism"),
         ("conjunctive", {"mechanisms": ["pair"], "lone_parts": 1.0, "pair_filler": True}, "use one or the other"),
         ("single", {"cause_tilt": {"no-such-model": 1.0}}, "no-such-model not among the task's models"),
+        ("single", {"cause_tilt": {"grammar-llama-b": float("nan")}}, "grammar-llama-b beyond"),
+        ("single", {"cause_tilt": {"grammar-llama-b": 40.0}}, "grammar-llama-b beyond"),
     ],
 )
 def test_family_rules(tmp_path, family, mining, message):
