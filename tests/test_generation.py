@@ -355,9 +355,8 @@ def test_tasks_without_lures_draw_no_random_numbers_for_them():
     assert rng.bit_generator.state == before
 
 
-def test_a_cause_tilt_draws_late_slots_more_often_and_no_tilt_draws_as_before(quick):
-    """``cause_tilt`` weights a cause slot by exp(tilt * position / length); without one, prompts are those of
-    every build before tilts existed (the committed instances stay valid)."""
+def test_a_cause_tilt_draws_late_slots_more_often_and_a_negative_one_early_slots(quick):
+    """``cause_tilt`` weights a cause slot by exp(tilt * position / length) (exact draws: the next test)."""
     spec, world = quick
     mech = world.mechanisms_of(["pair"])[0]
 
@@ -376,20 +375,22 @@ def test_a_cause_tilt_draws_late_slots_more_often_and_no_tilt_draws_as_before(qu
     assert late > flat + 0.08 and early < flat - 0.08
 
 
-def test_committed_cases_of_a_task_with_another_models_tilt_are_drawn_again_exactly():
-    """decoy tilts grammar-gpt2-g's causes only: grammar-llama-h's committed prompts are the candidates mining
-    draws today, so the tilt option changed no draw of an untilted instance."""
+@pytest.mark.parametrize("model", ["grammar-llama-h", "grammar-gpt2-g"])
+def test_committed_cases_of_a_task_with_a_tilt_are_drawn_again_exactly(model):
+    """decoy tilts grammar-gpt2-g's causes only: the committed prompts of both its models are the candidates
+    mining draws today, so the tilt option changed no draw of an untilted instance, and the tilted one's
+    draws are pinned too."""
     from transformers import AutoTokenizer
 
     from halbench.tasks.artifacts import CASES, MODEL_DIR, read_cases
     from halbench.tasks.mining import draw_candidate
     from halbench.tasks.registry import resolve
 
-    task, ref = resolve("decoy"), resolve_model("grammar-llama-h")
+    task, ref = resolve("decoy"), resolve_model(model)
     spec, recipe = task.spec(), ref.recipe()
     assert spec.mining.cause_tilt.get("grammar-llama-h", 0.0) == 0.0 < spec.mining.cause_tilt["grammar-gpt2-g"]
     world, tok = build_world(recipe.world), AutoTokenizer.from_pretrained(ref.folder / MODEL_DIR)
-    records = read_cases(task.folder / "grammar-llama-h" / CASES)
+    records = read_cases(task.folder / model / CASES)
     for r in records[:3] + records[-2:]:
         drawn = draw_candidate(spec, recipe, world, tok, int(r["id"].rsplit("-", 1)[1]), r["split"])
         assert drawn.candidate.prompt_ids == r["prompt_ids"]

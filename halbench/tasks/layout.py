@@ -172,9 +172,9 @@ def place(
     frees = [_free(prompt, category[item]) for item in items]
     if any(len(f) == 0 for f in frees):
         raise PlacementError(f"no room for {items}")
-    pick = _tilted(rng, len(prompt.tokens), tilt) if tilt else lambda f: f[int(rng.integers(len(f)))]
+    draws = [_slot_draw(rng, f, len(prompt.tokens), tilt) for f in frees]
     for _ in range(200):
-        chosen = [pick(f) for f in frees]
+        chosen = [draw() for draw in draws]
         if len(set(chosen)) < len(chosen):
             continue
         if not ordered or len(items) == 1 or np.all(np.diff(chosen) >= 2):
@@ -187,12 +187,13 @@ def place(
         _put(prompt, int(pos), item, role)
 
 
-def _tilted(rng: np.random.Generator, length: int, tilt: float) -> Callable[[list[int]], int]:
-    def pick(free: list[int]) -> int:
-        weights = np.exp(tilt * np.asarray(free, dtype=float) / length)
-        return free[int(rng.choice(len(free), p=weights / weights.sum()))]
-
-    return pick
+def _slot_draw(rng: np.random.Generator, free: list[int], length: int, tilt: float) -> Callable[[], int]:
+    """One slot of ``free`` per call; the weights are computed once, not on each of ``place``'s retries."""
+    if not tilt:
+        return lambda: free[int(rng.integers(len(free)))]
+    weights = np.exp(tilt * np.asarray(free, dtype=float) / length)
+    p = weights / weights.sum()
+    return lambda: free[int(rng.choice(len(free), p=p))]
 
 
 def _ordered_draw(frees: list, rng: np.random.Generator, tries: int = 200) -> list[int] | None:
