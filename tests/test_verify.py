@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 from transformers import AutoModelForCausalLM
 
+import halbench.tasks.verify as verify_module
 from halbench.tasks.artifacts import read_cases
 from halbench.tasks.build import load_refills
 from halbench.tasks.check import candidate_from_record
 from halbench.tasks.spec import TaskSpec
-from halbench.tasks.verify import Candidate, Refills, plan_blocks, verify
+from halbench.tasks.verify import CHECKS, FAMILIES, STAGES, Candidate, Refills, plan_blocks, verify
 
 from .conftest import BUILT
 
@@ -42,13 +43,7 @@ def test_true_causes_pass_under_both_families(single):
 
 def test_an_incidental_word_claimed_as_cause_is_rejected(single):
     """Move the claimed cause onto an editable word that is no cause: the true trigger stays in the prompt."""
-    wrong = []
-    for case in single[4]:
-        cand = candidate_from_record(case)
-        taken = {p for alt in cand.causes for p in alt} | set(cand.entity) | set(cand.decoys)
-        cand.causes = [[next(p for p in cand.editable if p not in taken)]]
-        wrong.append(cand)
-    verdicts = run(single, wrong)
+    verdicts = run(single, _wrong_causes(single[4]))
     assert not any(v.passed for v in verdicts)
     assert all("neutral.necessity" in v.failed and "unigram.necessity" in v.failed for v in verdicts)
 
@@ -68,6 +63,46 @@ def test_verification_does_not_depend_on_the_batch(single):
     first = [v.rates for v in run(single, cands)]
     again = [v.rates for v in run(single, cands, batch_rows=7)]
     assert first == again
+
+
+def _wrong_causes(cases) -> list[Candidate]:
+    """Each case's claimed cause moved onto an editable word that is no cause: the true trigger stays."""
+    wrong = []
+    for case in cases:
+        cand = candidate_from_record(case)
+        taken = {p for alt in cand.causes for p in alt} | set(cand.entity) | set(cand.decoys)
+        cand.causes = [[next(p for p in cand.editable if p not in taken)]]
+        wrong.append(cand)
+    return wrong
+
+
+def test_stages_cover_every_check_of_both_families_once():
+    assert sorted(STAGES) == sorted((f, c) for f in FAMILIES for c in CHECKS)
+
+
+def test_staged_verification_admits_the_same_cases_with_the_same_rates(single, monkeypatch):
+    """Staging skips a failed candidate's later rows, never changes a row: passing cases keep every rate."""
+    rows = []
+    counted = verify_module.last_logits
+
+    def counting(model, batch, *args):
+        rows.append(len(batch))
+        return counted(model, batch, *args)
+
+    monkeypatch.setattr(verify_module, "last_logits", counting)
+    cands = [candidate_from_record(c) for c in single[4]] + _wrong_causes(single[4])
+    full = run(single, cands)
+    full_rows, rows[:] = sum(rows), []
+    staged = run(single, cands, staged=True)
+    assert [v.passed for v in staged] == [v.passed for v in full] == [True] * 8 + [False] * 8
+    for a, b in zip(full, staged, strict=True):
+        if a.passed:
+            assert a.rates == b.rates and (a.p_target, a.p_faithful) == (b.p_target, b.p_faithful)
+        else:
+            assert b.failed and set(b.failed) <= set(a.failed)  # the first failing stage's checks
+            reached = [(f, c) for f in FAMILIES for c in CHECKS if b.rates[f][c] is not None]
+            assert all(b.rates[f][c] == a.rates[f][c] for f, c in reached)
+    assert sum(rows) < full_rows  # the wrong claims stopped early
 
 
 def test_intervention_rows_touch_only_the_named_positions():

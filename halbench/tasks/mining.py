@@ -59,7 +59,7 @@ class MiningStats:
     checked: int = 0  # hallucinating candidates sent to verification (at most two per open place)
     verified: int = 0
     accepted: int = 0
-    failures: Counter = field(default_factory=Counter)
+    failures: Counter = field(default_factory=Counter)  # staged: the checks a rejected candidate failed first
 
     @property
     def pass_rate(self) -> float:
@@ -74,6 +74,7 @@ class MiningStats:
             "accepted": self.accepted,
             "verification_pass_rate": round(self.pass_rate, 4),
             "failed_checks": dict(sorted(self.failures.items())),
+            "failed_checks_counted": "first failing stage",  # verification is staged (verify.STAGES)
         }
 
 
@@ -325,7 +326,7 @@ def mine(
             thresholds = {"neutral": spec.verification.neutral, "unigram": spec.verification.unigram}
             verdicts = verify(
                 model, [d.candidate for d in halluc], refills, thresholds, spec.verification.refills,
-                spec.mining.batch_rows,
+                spec.mining.batch_rows, staged=True,
             )  # fmt: skip
             for d, v in zip(halluc, verdicts, strict=True):
                 stats.failures.update(v.failed)

@@ -169,6 +169,20 @@ def _family_blocks(p: _Planner) -> list[_Block]:
     return blocks
 
 
+# Mining's order of checks: those that turn most candidates away first (measured on the committed builds:
+# minimality on multi-token causes, then sufficiency, then stability), so a candidate's later rows are
+# only run while it is still in the running. Re-verification runs every check (``staged=False``).
+STAGES: tuple[tuple[str, str], ...] = (
+    ("neutral", "minimality"),
+    ("unigram", "minimality"),
+    ("unigram", "sufficiency"),
+    ("neutral", "sufficiency"),
+    ("unigram", "stability"),
+    ("neutral", "stability"),
+    *((f, c) for c in ("decoy_inert", "redundancy", "necessity", "specificity") for f in FAMILIES),
+)
+
+
 def verify(
     model: torch.nn.Module,
     candidates: list[Candidate],
@@ -176,38 +190,67 @@ def verify(
     thresholds: dict[str, object],
     n_refills: int,
     batch_rows: int = 512,
+    staged: bool = False,
 ) -> list[Verdict]:
-    """Verify candidates together: one batched pass over all their intervention rows.
+    """Verify candidates together, their intervention rows in large batches.
 
     ``thresholds`` maps each family to an object with one attribute per check (a ``Thresholds``).
+    Every row is drawn up front in the same order, so ``staged`` changes which rows run, never their
+    content: staged, the checks run in the order of ``STAGES`` and a candidate's remaining checks are
+    skipped once one fails (a passing candidate gets every rate, as unstaged; a failing one only the
+    rates reached, its ``failed`` the first failing stage's checks). Mining stages, re-verification does not.
     """
     plans = [plan_blocks(c, refills, n_refills) for c in candidates]
-    rows: list[list[int]] = [c.prompt_ids for c in candidates]
-    for blocks in plans:
-        for block in blocks:
-            rows.extend(block.rows.tolist())
-    logits = last_logits(model, rows, batch_rows) if rows else torch.empty(0, 0)
-    greedy_all = logits.argmax(-1).numpy() if rows else np.zeros(0, dtype=np.int64)
-    probs = torch.softmax(logits[: len(candidates)], -1)
-    verdicts, cursor = [], len(candidates)
-    for i, (cand, blocks) in enumerate(zip(candidates, plans, strict=True)):
-        outcomes: dict[tuple[str, str], list[float]] = {}
-        for block in blocks:
-            hits = greedy_all[cursor : cursor + len(block.rows)] == cand.target_id
-            cursor += len(block.rows)
-            outcomes.setdefault((block.family, block.check), []).append(
-                float(np.mean(hits if block.want_target else ~hits))
-            )
-        rates = {f: {c: (min(outcomes[f, c]) if (f, c) in outcomes else None) for c in CHECKS} for f in FAMILIES}
-        greedy = bool(greedy_all[i] == cand.target_id)
-        failed = [] if greedy else ["greedy"]
-        for family in FAMILIES:
-            limits = thresholds[family]
-            failed += [
-                f"{family}.{c}"
-                for c in CHECKS
-                if rates[family][c] is not None and rates[family][c] < getattr(limits, c)
-            ]
-        p_faith = None if cand.faithful_id is None else float(probs[i, cand.faithful_id])
-        verdicts.append(Verdict(float(probs[i, cand.target_id]), p_faith, greedy, rates, failed))
-    return verdicts
+    logits = last_logits(model, [c.prompt_ids for c in candidates], batch_rows) if candidates else None
+    outcomes: list[dict[tuple[str, str], list[float]]] = [{} for _ in candidates]
+    failed: list[list[str]] = [[] for _ in candidates]
+    for stage in STAGES if staged else (None,):
+        todo = [
+            (i, b)
+            for i, blocks in enumerate(plans)
+            if not (staged and failed[i])
+            for b in blocks
+            if stage is None or (b.family, b.check) == stage
+        ]
+        _run_blocks(model, todo, candidates, outcomes, batch_rows)
+        for i in {i for i, _ in todo}:
+            failed[i] = _failures(outcomes[i], thresholds)
+    return [_verdict(c, logits, i, outcomes[i], failed[i]) for i, c in enumerate(candidates)]
+
+
+def _run_blocks(model, todo: list[tuple[int, _Block]], candidates, outcomes, batch_rows: int) -> None:
+    """Run the rows of ``todo``'s blocks in one batched pass; append each block's success rate."""
+    if not todo:
+        return
+    rows = [r for _, b in todo for r in b.rows.tolist()]
+    greedy = last_logits(model, rows, batch_rows).argmax(-1).numpy()
+    cursor = 0
+    for i, block in todo:
+        hits = greedy[cursor : cursor + len(block.rows)] == candidates[i].target_id
+        cursor += len(block.rows)
+        outcomes[i].setdefault((block.family, block.check), []).append(
+            float(np.mean(hits if block.want_target else ~hits))
+        )
+
+
+def _rates(outcome: dict[tuple[str, str], list[float]]) -> dict[str, dict[str, float | None]]:
+    return {f: {c: (min(outcome[f, c]) if (f, c) in outcome else None) for c in CHECKS} for f in FAMILIES}
+
+
+def _failures(outcome: dict[tuple[str, str], list[float]], thresholds: dict[str, object]) -> list[str]:
+    rates = _rates(outcome)
+    return [
+        f"{family}.{c}"
+        for family in FAMILIES
+        for c in CHECKS
+        if rates[family][c] is not None and rates[family][c] < getattr(thresholds[family], c)
+    ]
+
+
+def _verdict(cand: Candidate, logits: torch.Tensor, i: int, outcome, failed: list[str]) -> Verdict:
+    probs = torch.softmax(logits[i], -1)
+    greedy = bool(int(logits[i].argmax()) == cand.target_id)
+    p_faith = None if cand.faithful_id is None else float(probs[cand.faithful_id])
+    return Verdict(
+        float(probs[cand.target_id]), p_faith, greedy, _rates(outcome), ([] if greedy else ["greedy"]) + failed
+    )
