@@ -76,6 +76,32 @@ def _wrong_causes(cases) -> list[Candidate]:
     return wrong
 
 
+def test_a_needed_word_left_out_of_the_cause_fails_the_incidental_check(single):
+    """The true trigger, left as an incidental word: refilling it alone removes the hallucination."""
+    model, spec, refills, thresholds, cases = single
+    on = {f: t.model_copy(update={"incidental": 0.5}) for f, t in thresholds.items()}
+    true = [candidate_from_record(c) for c in cases[:4]]
+    verdicts = verify(model, _wrong_causes(cases[:4]) + true, refills, on, spec.verification.refills)
+    assert all({"neutral.incidental", "unigram.incidental"} <= set(v.failed) for v in verdicts[:4])
+    assert all(v.passed and v.rates["neutral"]["incidental"] >= 0.5 for v in verdicts[4:])
+    assert "incidental" in verdicts[4].as_record()["neutral"]
+    assert "incidental" not in run(single, true[:1])[0].as_record()["neutral"]  # unset: not in the record
+
+
+def test_incidental_blocks_come_last_and_leave_the_other_draws_alone():
+    slots = [None] + ["w"] * 8 + [None]
+    cand = Candidate(list(range(100, 110)), 5, 6, [[3]], list(range(1, 9)), entity=[2], slots=slots)
+    refills = Refills.from_records({"w": [1, 2, 3, 4]}, [0, 1, 1, 1, 1])
+    plain, more = plan_blocks(cand, refills, 4), plan_blocks(cand, refills, 4, incidental=True)
+    extra = [b for b in more if b.check == "incidental"]
+    for a, b in zip(plain, [b for b in more if b.check != "incidental"], strict=True):
+        assert (a.family, a.check) == (b.family, b.check) and (a.rows == b.rows).all()
+    base = np.array(cand.prompt_ids)
+    touched = [sorted(set(np.nonzero((b.rows != base).any(0))[0].tolist())) for b in extra]
+    assert len(extra) == 12 and all(len(t) <= 1 for t in touched)  # one position each, six per family
+    assert {p for t in touched for p in t} <= {1, 4, 5, 6, 7, 8}  # never the cause (3) or the entity (2)
+
+
 def test_stages_cover_every_check_of_both_families_once():
     assert sorted(STAGES) == sorted((f, c) for f in FAMILIES for c in CHECKS)
 

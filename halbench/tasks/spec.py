@@ -326,6 +326,13 @@ class Thresholds(_Strict):
     decoy_inert: Rate
     stability: Rate
     specificity: Rate
+    incidental: Rate | None = Field(
+        None,
+        exclude_if=_unset,
+        description="every incidental word refilled alone keeps the hallucination at least this often (off when "
+        "unset): stability refills random halves only, so a word the hallucination needs could pass it unseen "
+        "and be a cause the ground truth does not name (scripts/incidental_necessity.py found such words)",
+    )
 
 
 class VerificationSpec(_Strict):

@@ -18,9 +18,11 @@ sufficiency (keeping one alternative and refilling every other editable
 position keeps it), minimality (refilling any one token of a multi-token cause
 removes it), redundancy (refilling either alternative alone leaves it),
 decoy_inert (refilling the inert distractors leaves it), stability (refilling a
-random half of the incidental positions leaves it: no coin-flip cases), and
+random half of the incidental positions leaves it: no coin-flip cases),
 specificity (refilling every editable position removes it, so sufficiency is
-not the model's prior answer). All rows of many candidates go through the
+not the model's prior answer), and, where a task's thresholds set it, incidental
+(refilling any one incidental position alone leaves it: no needed word goes
+unnamed, which random halves can miss). All rows of many candidates go through the
 model in a few large batches. Draws are seeded per case and family, so a
 stored case can be re-verified exactly.
 """
@@ -34,8 +36,11 @@ import torch
 
 from halbench.tasks.forward import last_logits
 
-CHECKS = ("necessity", "sufficiency", "minimality", "redundancy", "decoy_inert", "stability", "specificity")
+CHECKS = (
+    "necessity", "sufficiency", "minimality", "redundancy", "decoy_inert", "stability", "specificity", "incidental",
+)  # fmt: skip
 FAMILIES = ("neutral", "unigram")
+OPTIONAL_CHECKS = ("incidental",)  # on only where a task's thresholds set them; unset, left out of records
 
 
 @dataclass
@@ -100,7 +105,10 @@ class Verdict:
             "p_target": round(self.p_target, 6),
             "p_faithful": None if self.p_faithful is None else round(self.p_faithful, 6),
             "greedy_is_target": self.greedy,
-            **{family: dict(rates) for family, rates in self.rates.items()},
+            **{
+                family: {c: r for c, r in rates.items() if r is not None or c not in OPTIONAL_CHECKS}
+                for family, rates in self.rates.items()
+            },
         }
 
 
@@ -138,12 +146,24 @@ class _Planner:
         return _Block(self.family, check, rows, want_target)
 
 
-def plan_blocks(cand: Candidate, refills: Refills, n: int) -> list[_Block]:
-    """The intervention rows for one candidate, in a fixed order per family (this order seeds the draws)."""
+def plan_blocks(cand: Candidate, refills: Refills, n: int, incidental: bool = False) -> list[_Block]:
+    """The intervention rows for one candidate, in a fixed order per family (this order seeds the draws).
+
+    The per-position ``incidental`` blocks come last in each family, so the other blocks' draws do not
+    depend on whether they are planned."""
     out = []
     for index, family in enumerate(FAMILIES):
-        out += _family_blocks(_Planner(cand, refills, family, n, index))
+        planner = _Planner(cand, refills, family, n, index)
+        out += _family_blocks(planner)
+        if incidental:
+            out += [planner.block("incidental", planner.refill([q]), True) for q in _incidental(cand)]
     return out
+
+
+def _incidental(cand: Candidate) -> list[int]:
+    """Editable positions that are neither a cause nor the entity (distractors included), as stability's."""
+    union = {q for alt in cand.causes for q in alt}
+    return [q for q in cand.editable if q not in union | set(cand.entity)]
 
 
 def _family_blocks(p: _Planner) -> list[_Block]:
@@ -163,8 +183,7 @@ def _family_blocks(p: _Planner) -> list[_Block]:
             blocks.append(p.block("redundancy", p.refill(alt), True))
     if cand.decoys:
         blocks.append(p.block("decoy_inert", p.refill(cand.decoys), True))
-    incidental = [q for q in cand.editable if q not in set(union) | set(cand.entity)]
-    blocks.append(p.block("stability", p.refill_some(incidental), True))
+    blocks.append(p.block("stability", p.refill_some(_incidental(cand)), True))
     blocks.append(p.block("specificity", p.refill(cand.editable), False))
     return blocks
 
@@ -179,8 +198,8 @@ STAGES: tuple[tuple[str, str], ...] = (
     ("neutral", "sufficiency"),
     ("unigram", "stability"),
     ("neutral", "stability"),
-    *((f, c) for c in ("decoy_inert", "redundancy", "necessity", "specificity") for f in FAMILIES),
-)
+    *((f, c) for c in ("decoy_inert", "redundancy", "necessity", "specificity", "incidental") for f in FAMILIES),
+)  # incidental last: one block per incidental position
 
 
 def verify(
@@ -200,7 +219,8 @@ def verify(
     skipped once one fails (a passing candidate gets every rate, as unstaged; a failing one only the
     rates reached, its ``failed`` the first failing stage's checks). Mining stages, re-verification does not.
     """
-    plans = [plan_blocks(c, refills, n_refills) for c in candidates]
+    incidental = all(getattr(thresholds[f], "incidental", None) is not None for f in FAMILIES)
+    plans = [plan_blocks(c, refills, n_refills, incidental) for c in candidates]
     logits = last_logits(model, [c.prompt_ids for c in candidates], batch_rows) if candidates else None
     outcomes: list[dict[tuple[str, str], list[float]]] = [{} for _ in candidates]
     failed: list[list[str]] = [[] for _ in candidates]
@@ -243,7 +263,7 @@ def _failures(outcome: dict[tuple[str, str], list[float]], thresholds: dict[str,
         f"{family}.{c}"
         for family in FAMILIES
         for c in CHECKS
-        if rates[family][c] is not None and rates[family][c] < getattr(thresholds[family], c)
+        if rates[family][c] is not None and rates[family][c] < (getattr(thresholds[family], c, None) or 0.0)
     ]
 
 
