@@ -20,10 +20,9 @@ import click
 import torch
 
 from halbench.tasks.corpus import training_corpus
-from halbench.tasks.forward import logits_at, pad_right
 from halbench.tasks.registry import model_names, resolve_model, tasks_root
 from halbench.tasks.tokenizer import build_tokenizer
-from halbench.tasks.training import _batches, encode, make_model
+from halbench.tasks.training import _batches, encode, make_model, train_step
 from halbench.tasks.world import build_world
 
 WARMUP = 5
@@ -45,15 +44,11 @@ def training_estimate(name: str, steps: int) -> tuple[float, float, int, float]:
     opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=spec.weight_decay)
     gen = torch.Generator().manual_seed(spec.seed)
     batches = _batches(rows, torch.randperm(len(rows), generator=gen), spec.batch_size, gen)[: steps + WARMUP]
+    params = list(model.parameters())
     for k, idx in enumerate(batches):
         if k == WARMUP:
             timed = time.perf_counter()
-        ids, last = pad_right([rows[i] for i in idx], tok.pad_token_id)
-        loss = torch.nn.functional.cross_entropy(logits_at(model, ids, last), answers[idx])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(list(model.parameters()), 1.0)
-        opt.step()
+        train_step(model, params, opt, [rows[i] for i in idx], answers[idx], tok.pad_token_id)
     per_step = (time.perf_counter() - timed) / (len(batches) - WARMUP)
     total = spec.epochs * ((len(rows) + spec.batch_size - 1) // spec.batch_size)
     recorded = json.loads((tasks_root() / "_models" / name / "MANIFEST.json").read_text())["training"]["seconds"]

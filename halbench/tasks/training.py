@@ -110,6 +110,17 @@ def _batches(rows: list[list[int]], order: torch.Tensor, size: int, gen: torch.G
     return [out[i] for i in torch.randperm(len(out), generator=gen)]
 
 
+def train_step(model, params, opt, rows: list[list[int]], answers: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """One optimiser step on a batch (loss on the answer slot only, gradients clipped at 1); returns the loss."""
+    ids, last = pad_right(rows, pad_id)
+    loss = torch.nn.functional.cross_entropy(logits_at(model, ids, last), answers)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    opt.step()
+    return loss
+
+
 def _train(examples, tokenizer, arch, spec, progress):
     torch.manual_seed(spec.seed)
     model = make_model(arch, tokenizer)
@@ -125,12 +136,7 @@ def _train(examples, tokenizer, arch, spec, progress):
     bar = tqdm(total=total, desc="train", unit="step", disable=not progress, leave=False)
     for _ in range(spec.epochs):
         for idx in _batches(rows, torch.randperm(len(rows), generator=gen), spec.batch_size, gen):
-            ids, last = pad_right([rows[i] for i in idx], tokenizer.pad_token_id)
-            loss = torch.nn.functional.cross_entropy(logits_at(model, ids, last), answers[idx])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
+            loss = train_step(model, params, opt, [rows[i] for i in idx], answers[idx], tokenizer.pad_token_id)
             sched.step()
             steps += 1
             loss_ema = loss.item() if loss_ema != loss_ema else 0.95 * loss_ema + 0.05 * loss.item()
