@@ -12,8 +12,10 @@ refill draws (not the cases' stored seeds), under both intervention families the
 Checks: necessity (refilling every cause position removes the target), sufficiency (keeping one
 alternative and refilling every other editable position keeps it), and, for causes of two or more
 tokens, minimality (refilling any one of their tokens, the other alternatives refilled too, removes
-it). Exit status 1 if, on an instance, a check's mean rate over the sampled cases falls below the
-task's threshold under either family, or fewer than ``--min-pass`` of the cases pass every check.
+it), and, where a task sets an ``incidental`` threshold, incidental (refilling any one editable position
+outside the causes and the entity, alone, keeps it; ``--skip-incidental`` leaves it out). Exit status 1 if,
+on an instance, a check's mean rate over the sampled cases falls below the task's threshold under either
+family, or fewer than ``--min-pass`` of the cases pass every check.
 Why means and not every case: the builder admits a case on one draw of 16 refills, so admitted cases
 sit near the thresholds and a fresh draw fails some of them by chance (the winner's curse); the
 per-case pass share is printed so that noise stays visible.
@@ -32,12 +34,16 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 ROOT = Path(__file__).resolve().parents[1] / "tasks"
 FAMILIES = ("neutral", "unigram")
+CHECKS = ("necessity", "sufficiency", "minimality", "incidental")
 
 
-def greedy(model, rows: list[list[int]]) -> list[int]:
+def greedy(model, rows: list[list[int]], chunk: int = 256) -> list[int]:
+    out = []
     with torch.no_grad():
-        logits = model(input_ids=torch.tensor(rows)).logits[:, -1]
-    return logits.argmax(-1).tolist()
+        for start in range(0, len(rows), chunk):
+            logits = model(input_ids=torch.tensor(rows[start : start + chunk])).logits[:, -1]
+            out += logits.argmax(-1).tolist()
+    return out
 
 
 class Refiller:
@@ -63,7 +69,7 @@ class Refiller:
         return out
 
 
-def check_case(model, case: dict, refill: Refiller, refills: int) -> dict:
+def check_case(model, case: dict, refill: Refiller, refills: int, incidental: bool = False) -> dict:
     prompt, target = case["prompt_ids"], case["target_ids"][0]
     causes, editable = case["causes"], case["editable"]
     union = sorted({p for alt in causes for p in alt})
@@ -82,7 +88,21 @@ def check_case(model, case: dict, refill: Refiller, refills: int) -> dict:
             hits = greedy(model, refill.rows(prompt, [p, *rest], refills))
             mini.append(sum(h != target for h in hits) / refills)
     out["minimality"] = min(mini) if mini else None
+    out["incidental"] = incidental_rate(model, case, refill, refills) if incidental else None
     return out
+
+
+def incidental_rate(model, case: dict, refill: Refiller, refills: int) -> float | None:
+    """The lowest rate, over the editable positions outside the causes and the entity, at which the target
+    survives refilling that position alone (the check a task turns on with an ``incidental`` threshold)."""
+    placed = {p for alt in case["causes"] for p in alt} | set(case["entity"])
+    positions = [p for p in case["editable"] if p not in placed]
+    if not positions:
+        return None
+    rows = [row for p in positions for row in refill.rows(case["prompt_ids"], [p], refills)]
+    hits = greedy(model, rows)
+    target = case["target_ids"][0]
+    return min(sum(h == target for h in hits[k * refills : (k + 1) * refills]) / refills for k in range(len(positions)))
 
 
 def passes(result: dict, limits: dict) -> bool:
@@ -91,12 +111,14 @@ def passes(result: dict, limits: dict) -> bool:
         and result["necessity"] >= limits["necessity"]
         and result["sufficiency"] >= limits["sufficiency"]
         and (result["minimality"] is None or result["minimality"] >= limits["minimality"])
+        and (result["incidental"] is None or result["incidental"] >= limits["incidental"])
     )
 
 
-def check_instance(folder: Path, sample: int, refills: int, seed: int) -> dict:
+def check_instance(folder: Path, sample: int, refills: int, seed: int, skip_incidental: bool = False) -> dict:
     manifest = json.loads((folder / "MANIFEST.json").read_text())
     limits = manifest["spec"]["verification"]
+    incidental = not skip_incidental and all(limits[f].get("incidental") is not None for f in FAMILIES)
     model_dir = folder.parent.parent / "_models" / manifest["model"]["name"]
     model = AutoModelForCausalLM.from_pretrained(model_dir / "model").eval()
     tok = AutoTokenizer.from_pretrained(model_dir / "model")
@@ -111,7 +133,8 @@ def check_instance(folder: Path, sample: int, refills: int, seed: int) -> dict:
     for case in picked:
         assert tok.convert_ids_to_tokens(case["prompt_ids"]) == case["prompt_tokens"], case["id"]
         results = {
-            f: check_case(model, case, Refiller(f, world, unigram, case["slots"], rng), refills) for f in FAMILIES
+            f: check_case(model, case, Refiller(f, world, unigram, case["slots"], rng), refills, incidental)
+            for f in FAMILIES
         }
         passed += all(passes(results[f], limits[f]) for f in FAMILIES)
         for f in FAMILIES:
@@ -127,7 +150,7 @@ def check_instance(folder: Path, sample: int, refills: int, seed: int) -> dict:
         "pass_share": passed / max(1, len(picked)),
     }
     for f in FAMILIES:
-        row[f] = {k: mean(f, k) for k in ("necessity", "sufficiency", "minimality")}
+        row[f] = {k: mean(f, k) for k in CHECKS}
     row["means_ok"] = all(v is None or v >= limits[f][k] for f in FAMILIES for k, v in row[f].items())
     return row
 
@@ -153,25 +176,38 @@ def main() -> int:
     parser.add_argument("--refills", type=int, default=32)
     parser.add_argument("--seed", type=int, default=12345)
     parser.add_argument("--min-pass", type=float, default=0.5)
+    parser.add_argument("--task", action="append", help="only these tasks or task/model instances (repeatable)")
+    parser.add_argument(
+        "--skip-incidental", action="store_true", help="leave out the incidental check (one refill block per word)"
+    )
     args = parser.parse_args()
     torch.manual_seed(0)
-    folders = instances(args.root)
+    folders = [
+        f
+        for f in instances(args.root)
+        if not args.task or {f.parent.name, f"{f.parent.name}/{f.name}"} & set(args.task)
+    ]
     if not folders:
         print(f"no built task instances under {args.root}", file=sys.stderr)
         return 1
-    head = "necessity sufficiency minimality"
+    head = "necessity sufficiency minimality incidental"
     print(f"{'instance':<34} {'n':>3} {'pass':>5}   neutral: {head}   unigram: {head}")
     bad = 0
     for folder in folders:
-        r = check_instance(folder, args.sample, args.refills, args.seed)
+        r = check_instance(folder, args.sample, args.refills, args.seed, args.skip_incidental)
         cells = "   ".join(
             f"{f}: {fmt(r[f]['necessity']):>9} {fmt(r[f]['sufficiency']):>11} {fmt(r[f]['minimality']):>10}"
+            f" {fmt(r[f]['incidental']):>10}"
             for f in FAMILIES
         )
         flag = "" if r["means_ok"] else "   MEAN BELOW THRESHOLD"
         print(f"{r['instance']:<34} {r['sampled']:>3} {r['pass_share']:>5.0%}   {cells}{flag}")
         bad += r["pass_share"] < args.min_pass or not r["means_ok"]
-    print("minimality '-': no sampled case has a cause of two or more tokens (nothing to check).")
+    print(
+        "minimality '-': no sampled case has a cause of two or more tokens (nothing to check); incidental '-': the"
+        " task sets no incidental threshold (the lowest survival of the target over its incidental words, each"
+        " refilled alone, is checked only where it does)."
+    )
     print(
         "pass: share of the sampled cases that pass every check on these fresh draws. Under 100% is expected: a case"
         " is admitted on one draw of 16 refills, so admitted cases sit near the thresholds (the winner's curse);"
