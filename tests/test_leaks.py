@@ -87,8 +87,24 @@ def above_random_by_mechanism(diff: np.ndarray, cases: list[dict], draws: int = 
     return float(np.percentile(means, 2.5))
 
 
+def open_marks(table: dict[str, str], name: str) -> list:
+    """A strict xfail for an instance its ``table`` names as open (it must fail, or the mark must go)."""
+    return [pytest.mark.xfail(strict=True, reason=table[name])] if name in table else []
+
+
+# Open: token_form's id bits find this build's 20 test causes (0.146 from the id bits alone against random's
+# 0.089; lower bound over mechanisms 0.002), but the same dev fit tells the world's 192 test trigger words from
+# its 916 neutral words at AUROC 0.528 (gpt2-g: 0.480): no id structure, a coincidence of these 20 prompts
+# that a re-mine (another draw of cases) is expected to remove. Kept visible, not loosened.
+OPEN_PROBES = {"decoy/grammar-llama-h": "token_form 0.168 vs random 0.089 from id bits (lower bound 0.002)"}
+
+
+def probe_params() -> list:
+    return [pytest.param(i, marks=open_marks(OPEN_PROBES, i.name), id=i.name) for i in INSTANCES]
+
+
 @pytest.mark.skipif(not INSTANCES, reason="the suite is not built")
-@pytest.mark.parametrize("instance", INSTANCES, ids=[i.name for i in INSTANCES])
+@pytest.mark.parametrize("instance", probe_params())
 def test_leak_probes_score_like_random(instance):
     records = read_cases(instance.folder / CASES)
     dev = [DevCase.from_record(r) for r in records if r["split"] == "dev"]
@@ -119,11 +135,6 @@ def test_no_cause_token_is_the_cause_of_two_public_test_cases_of_a_model(model):
 # Open: with fair ties the recurrence score carries the uniqueness leak of a family mined without lone words (a
 # token in no other prompt outscores one in prompts with other targets). Strict: lone words for it close it.
 OPEN_RECURRENCE = {"redundant/grammar-llama-b": "redundant is mined without lone words (+0.10 over chance)"}
-
-
-def open_marks(table: dict[str, str], name: str) -> list:
-    """A strict xfail for an instance its ``table`` names as open (it must fail, or the mark must go)."""
-    return [pytest.mark.xfail(strict=True, reason=table[name])] if name in table else []
 
 
 def recurrence_params() -> list:
