@@ -22,7 +22,7 @@ import torch
 from halbench.tasks.corpus import training_corpus
 from halbench.tasks.registry import model_names, resolve_model, tasks_root
 from halbench.tasks.tokenizer import build_tokenizer
-from halbench.tasks.training import _batches, encode, make_model, train_step
+from halbench.tasks.training import start_run
 from halbench.tasks.world import build_world
 
 WARMUP = 5
@@ -38,21 +38,15 @@ def training_estimate(name: str, steps: int) -> tuple[float, float, int, float]:
     corpus_s = time.perf_counter() - start
     spec = recipe.training
     torch.set_num_threads(spec.threads)
-    torch.manual_seed(spec.seed)
-    model = make_model(recipe.model, tok).train()
-    rows, answers = encode(corpus, tok)
-    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=spec.weight_decay)
-    gen = torch.Generator().manual_seed(spec.seed)
-    batches = _batches(rows, torch.randperm(len(rows), generator=gen), spec.batch_size, gen)[: steps + WARMUP]
-    params = list(model.parameters())
+    run = start_run(corpus, tok, recipe.model, spec)
+    batches = run.epoch(spec.batch_size)[: steps + WARMUP]
     for k, idx in enumerate(batches):
         if k == WARMUP:
             timed = time.perf_counter()
-        train_step(model, params, opt, [rows[i] for i in idx], answers[idx], tok.pad_token_id)
+        run.step(idx)
     per_step = (time.perf_counter() - timed) / (len(batches) - WARMUP)
-    total = spec.epochs * ((len(rows) + spec.batch_size - 1) // spec.batch_size)
     recorded = json.loads((tasks_root() / "_models" / name / "MANIFEST.json").read_text())["training"]["seconds"]
-    return corpus_s, per_step * total, total, recorded
+    return corpus_s, per_step * run.total, run.total, recorded
 
 
 def mining_seconds(root: Path) -> dict[str, float]:

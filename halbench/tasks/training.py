@@ -121,22 +121,51 @@ def train_step(model, params, opt, rows: list[list[int]], answers: torch.Tensor,
     return loss
 
 
-def _train(examples, tokenizer, arch, spec, progress):
+@dataclass
+class TrainingRun:
+    """A seeded model, its optimiser and encoded corpus, ready for ``train_step`` (shared by the build and
+    ``benchmarks/build_time.py``, so the benchmark times the build's own steps)."""
+
+    model: PreTrainedModel
+    params: list[torch.nn.Parameter]
+    opt: torch.optim.Optimizer
+    rows: list[list[int]]
+    answers: torch.Tensor
+    gen: torch.Generator
+    total: int  # optimiser steps over every epoch
+    pad_id: int
+
+    def epoch(self, batch_size: int) -> list[torch.Tensor]:
+        """One epoch's batches of row indices, drawn from the run's generator."""
+        return _batches(self.rows, torch.randperm(len(self.rows), generator=self.gen), batch_size, self.gen)
+
+    def step(self, idx: torch.Tensor) -> torch.Tensor:
+        return train_step(
+            self.model, self.params, self.opt, [self.rows[i] for i in idx], self.answers[idx], self.pad_id
+        )
+
+
+def start_run(examples, tokenizer, arch: ArchSpec, spec: TrainingSpec) -> TrainingRun:
     torch.manual_seed(spec.seed)
     model = make_model(arch, tokenizer)
     rows, answers = encode(examples, tokenizer)
     params = list(model.parameters())
     opt = torch.optim.AdamW(params, lr=spec.lr, weight_decay=spec.weight_decay)
-    per_epoch = (len(rows) + spec.batch_size - 1) // spec.batch_size
-    total = per_epoch * spec.epochs
-    sched = get_cosine_schedule_with_warmup(opt, spec.warmup_steps, total)
+    total = spec.epochs * ((len(rows) + spec.batch_size - 1) // spec.batch_size)
     gen = torch.Generator().manual_seed(spec.seed)
     model.train()
+    return TrainingRun(model, params, opt, rows, answers, gen, total, tokenizer.pad_token_id)
+
+
+def _train(examples, tokenizer, arch, spec, progress):
+    run = start_run(examples, tokenizer, arch, spec)
+    model, total = run.model, run.total
+    sched = get_cosine_schedule_with_warmup(run.opt, spec.warmup_steps, total)
     start, loss_ema, steps = time.perf_counter(), float("nan"), 0
     bar = tqdm(total=total, desc="train", unit="step", disable=not progress, leave=False)
     for _ in range(spec.epochs):
-        for idx in _batches(rows, torch.randperm(len(rows), generator=gen), spec.batch_size, gen):
-            loss = train_step(model, params, opt, [rows[i] for i in idx], answers[idx], tokenizer.pad_token_id)
+        for idx in run.epoch(spec.batch_size):
+            loss = run.step(idx)
             sched.step()
             steps += 1
             loss_ema = loss.item() if loss_ema != loss_ema else 0.95 * loss_ema + 0.05 * loss.item()
