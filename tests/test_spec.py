@@ -81,6 +81,16 @@ def test_task_problems_reported_together(tmp_path):
     assert "mining.mechanisms.1" in msg and "verification.unigram.necessity" in msg
 
 
+def test_incidental_threshold_under_one_family_only_is_refused(tmp_path):
+    """Verification runs the incidental check only where both families set it: one alone would be ignored."""
+    raw = read_raw(SINGLE)
+    raw["verification"]["neutral"]["incidental"] = 0.5
+    with pytest.raises(TaskSpecError, match="incidental: set it under both neutral and unigram, or under neither"):
+        load_spec(write(tmp_path, raw))
+    raw["verification"]["unigram"]["incidental"] = 0.5
+    assert load_spec(write(tmp_path, raw)).verification.unigram.incidental == 0.5
+
+
 def test_missing_field_is_named(tmp_path):
     raw = read_raw(GPT2)
     del raw["training"]["epochs"]

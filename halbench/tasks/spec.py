@@ -346,6 +346,13 @@ class VerificationSpec(_Strict):
     neutral: Thresholds
     unigram: Thresholds
 
+    @model_validator(mode="after")
+    def _incidental_in_both(self) -> VerificationSpec:
+        # verification runs the incidental check only where both families set it: one alone would be ignored
+        if (self.neutral.incidental is None) != (self.unigram.incidental is None):
+            raise ValueError("incidental: set it under both neutral and unigram, or under neither")
+        return self
+
 
 class CasesSpec(_Strict):
     """Cases to mine per split; a model that yields fewer, but at least ``min_test`` and ``min_dev``, is
