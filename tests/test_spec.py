@@ -84,6 +84,7 @@ def test_task_problems_reported_together(tmp_path):
 def test_incidental_threshold_under_one_family_only_is_refused(tmp_path):
     """Verification runs the incidental check only where both families set it: one alone would be ignored."""
     raw = read_raw(SINGLE)
+    raw["verification"]["unigram"].pop("incidental", None)  # single sets it under both: keep one
     raw["verification"]["neutral"]["incidental"] = 0.5
     with pytest.raises(TaskSpecError, match="incidental: set it under both neutral and unigram, or under neither"):
         load_spec(write(tmp_path, raw))

@@ -85,7 +85,9 @@ def test_a_needed_word_left_out_of_the_cause_fails_the_incidental_check(single):
     assert all({"neutral.incidental", "unigram.incidental"} <= set(v.failed) for v in verdicts[:4])
     assert all(v.passed and v.rates["neutral"]["incidental"] >= 0.5 for v in verdicts[4:])
     assert "incidental" in verdicts[4].as_record()["neutral"]
-    assert "incidental" not in run(single, true[:1])[0].as_record()["neutral"]  # unset: not in the record
+    off = {f: t.model_copy(update={"incidental": None}) for f, t in thresholds.items()}
+    unset = verify(model, true[:1], refills, off, spec.verification.refills)[0]
+    assert "incidental" not in unset.as_record()["neutral"]  # unset: not in the record
 
 
 def test_incidental_blocks_come_last_and_leave_the_other_draws_alone():
