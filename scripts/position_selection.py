@@ -3,13 +3,13 @@
 
 `scripts/position_probe.py` shows admitted causes crowding one end of the editable positions on some instances
 (a position prior fitted on dev then beats random on test without the model). Mining places cause words
-uniformly over their slots, so the skew is selection. This script separates its two stages: it draws the
-first ``--candidates`` test-split candidates exactly as mining does, asks the model for its greedy answer
-(one batched forward pass, no verification), and prints the cause positions by fifth of the editable
-positions among all drawn candidates, among those the model hallucinates on, and among the admitted cases
-(every split, from the case file), and, verifying the hallucinating ones with every check (unstaged), among
-those that pass everything and those that pass each check. Where "hallucinating" already departs from
-"drawn", the model itself answers by position; where a check's row departs, that check selects by position.
+uniformly over their slots, so the skew is selection. This script draws the first ``--candidates`` test-split
+candidates with mining's own draw (without its skipping of mechanisms already full), asks the model for its
+greedy answer (one batched pass), verifies the hallucinating ones with every check (unstaged), and prints the
+cause positions by fifth of the editable positions among: all drawn, the hallucinating, the verified, the
+admitted cases (every split, from the case file), and the hallucinating that pass each check. Where
+"hallucinating" departs from "drawn", the model itself answers by position; where a check's row departs, that
+check selects by position.
 """
 
 from __future__ import annotations
