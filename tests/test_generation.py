@@ -394,3 +394,27 @@ def test_committed_cases_of_a_task_with_a_tilt_are_drawn_again_exactly(model):
     for r in records[:3] + records[-2:]:
         drawn = draw_candidate(spec, recipe, world, tok, int(r["id"].rsplit("-", 1)[1]), r["split"])
         assert drawn.candidate.prompt_ids == r["prompt_ids"]
+
+
+def test_a_redraw_gives_that_model_a_fresh_candidate_stream_and_its_cases_a_fresh_verify_seed():
+    """``mining.redraw`` changes the redrawn model's candidates (the number ends every draw's seed, so the
+    committed cases can be drawn again from the definition) and no other model's."""
+    from transformers import AutoTokenizer
+
+    from halbench.tasks.artifacts import MODEL_DIR
+    from halbench.tasks.mining import SPLITS, draw_candidate
+    from halbench.tasks.registry import resolve
+
+    spec = resolve("decoy").spec()
+    first = spec.model_copy(update={"mining": spec.mining.model_copy(update={"redraw": {}})})
+    for model in spec.models:
+        ref = resolve_model(model)
+        recipe = ref.recipe()
+        world, tok = build_world(recipe.world), AutoTokenizer.from_pretrained(ref.folder / MODEL_DIR)
+        n = spec.mining.redraw.get(model, 0)
+        for index in range(4):
+            now, before = (draw_candidate(s, recipe, world, tok, index, "test") for s in (spec, first))
+            if now is None or before is None:
+                continue
+            assert now.candidate.seed == (spec.seed, 3, SPLITS.index("test"), index, *([n] if n else []))
+            assert (now.candidate.prompt_ids == before.candidate.prompt_ids) == (not n)

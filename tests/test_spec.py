@@ -114,6 +114,8 @@ def test_missing_field_is_named(tmp_path):
         ("single", {"cause_tilt": {"no-such-model": 1.0}}, "no-such-model not among the task's models"),
         ("single", {"cause_tilt": {"grammar-llama-b": float("nan")}}, "grammar-llama-b beyond"),
         ("single", {"cause_tilt": {"grammar-llama-b": 40.0}}, "grammar-llama-b beyond"),
+        ("single", {"redraw": {"no-such-model": 1}}, "redraw: no-such-model not among the task's models"),
+        ("single", {"redraw": {"grammar-llama-b": 0}}, "redraw"),
     ],
 )
 def test_family_rules(tmp_path, family, mining, message):
@@ -187,15 +189,16 @@ def test_natural_world_rejects_answers_among_its_words(tmp_path):
         load_recipe(write(tmp_path, raw, "model.yaml"))
 
 
-def test_a_models_cause_tilt_enters_its_own_mining_hash_only(tmp_path):
-    """Tuning one model's tilt must not invalidate the instances built on the task's other models."""
+@pytest.mark.parametrize(("option", "value"), [("cause_tilt", 1.5), ("redraw", 1)])
+def test_a_models_own_option_enters_its_own_mining_hash_only(tmp_path, option, value):
+    """Tuning one model's tilt or redraw must not invalidate the instances built on the task's other models."""
     from halbench.tasks.build import mining_hash
 
     raw = read_raw(SINGLE)
     plain = load_spec(write(tmp_path, raw))
     first, *others = plain.models
-    raw["mining"]["cause_tilt"] = {first: 1.5}
+    raw["mining"][option] = {first: value}
     tilted = load_spec(write(tmp_path, raw, "tilted.yaml"))
-    assert "cause_tilt" not in plain.model_dump()["mining"]  # unused: the dump (so every built hash) as before
+    assert option not in plain.model_dump()["mining"]  # unused: the dump (so every built hash) as before
     assert mining_hash(tilted, first) != mining_hash(plain, first)
     assert others and all(mining_hash(tilted, m) == mining_hash(plain, m) for m in others)

@@ -50,14 +50,17 @@ def spec_hash(spec: TaskSpec | ModelRecipe) -> str:
     return canonical_hash(spec.model_dump(exclude={"quick"}))
 
 
+PER_MODEL_OPTIONS = ("cause_tilt", "redraw")  # mining options keyed by model: each enters that model's hash only
+
+
 def mining_hash(spec: TaskSpec, model: str) -> str:
     """What ``model``'s instance's cases depend on: the definition less its list of models and the other models'
-    options, so that adding a model to a task, or tuning another model's tilt, leaves the instances already built
-    on the others valid."""
+    options, so that adding a model to a task, or tuning another model's tilt or redraw, leaves the instances
+    already built on the others valid."""
     dump = spec.model_dump(exclude={"quick", "models"})
-    tilt = dump["mining"].pop("cause_tilt", {}).get(model)
-    if tilt:
-        dump["mining"]["cause_tilt"] = tilt
+    for option in PER_MODEL_OPTIONS:
+        if own := dump["mining"].pop(option, {}).get(model):
+            dump["mining"][option] = own
     return canonical_hash(dump)
 
 
@@ -264,7 +267,7 @@ def _instance_manifest(spec, recipe, model_manifest, staging, stats, records, qu
         "spec_hash": s_hash,
         "spec": spec.model_dump(exclude={"quick"}),
         "files": files,
-        "seeds": {"task": spec.seed},
+        "seeds": {"task": spec.seed, **_redraw_record(spec, recipe.name)},
         "mining": stats.as_record(),
         "counts": {s: sum(r["split"] == s for r in records) for s in ("test", "dev")},
         "wanted": {"test": spec.cases.test, "dev": spec.cases.dev},
@@ -272,3 +275,8 @@ def _instance_manifest(spec, recipe, model_manifest, staging, stats, records, qu
         "prompt_length": {"min": min(lengths), "max": max(lengths), "mean": round(float(np.mean(lengths)), 2)},
         "versions": artifacts.library_versions(),
     }
+
+
+def _redraw_record(spec: TaskSpec, model: str) -> dict:
+    n = spec.mining.redraw.get(model)
+    return {"redraw": n} if n else {}

@@ -141,7 +141,8 @@ def draw_candidate(
     spec: TaskSpec, recipe: ModelRecipe, world: World, tok: PreTrainedTokenizerFast, index: int, split: str
 ) -> Drawn | None:
     """Draw candidate ``index`` of ``split``; ``None`` when it cannot be laid out or its target is the truth."""
-    rng = np.random.default_rng([spec.seed, 2, SPLITS.index(split), index])
+    stream = (SPLITS.index(split), index, *_redraw(spec, recipe.name))
+    rng = np.random.default_rng([spec.seed, 2, *stream])
     mechs = _pick_mechanisms(spec, world, rng, split, index)
     tilt = spec.mining.cause_tilt.get(recipe.name, 0.0)
     plan = Plan(mechanisms=mechs, wrapped=spec.mining.reordered_copy, cause_tilt=tilt)
@@ -191,9 +192,15 @@ def draw_candidate(
         decoys=prompt.positions(*INERT_ROLES),
         entity=prompt.positions("entity", "context"),
         slots=slot_pools(prompt),
-        seed=(spec.seed, 3, SPLITS.index(split), index),
+        seed=(spec.seed, 3, *stream),
     )
     return Drawn(index, split, prompt, mechs, mechs[0].target, faithful, cand)
+
+
+def _redraw(spec: TaskSpec, model: str) -> tuple[int, ...]:
+    """The seed suffix of ``model``'s candidate stream: empty unless redrawn, so every first draw is unchanged."""
+    n = spec.mining.redraw.get(model, 0)
+    return (n,) if n else ()
 
 
 def task_mechanisms(spec: TaskSpec, world: World, split: str) -> list[Mechanism]:

@@ -272,6 +272,13 @@ class MiningSpec(_Strict):
         "on where the cause sits that needs no model (scripts/position_probe.py); a tilt set from the dev slope "
         "(scripts/position_rates.py) draws late causes more often to level it",
     )
+    redraw: dict[str, PosInt] = Field(
+        default_factory=dict,
+        exclude_if=_unset,
+        description="per model: mine from a fresh candidate stream (the number is mixed into every draw's seed). "
+        "For a build whose cases fail a leak test by coincidence of its few prompts, not structure; the README "
+        "records the first draw's figures beside the new ones, so a redraw is never a silent re-roll",
+    )
     reordered_copy: bool = Field(False, description="the cause's tokens also appear elsewhere, in reversed order")
     context: bool = False
     prompt_length: tuple[PosInt, PosInt]
@@ -389,6 +396,8 @@ class TaskSpec(_Strict):
             problems.append(f"mining.cause_tilt: {', '.join(unknown)} not among the task's models")
         if steep := sorted(m for m, t in self.mining.cause_tilt.items() if not abs(t) <= MAX_TILT):
             problems.append(f"mining.cause_tilt: {', '.join(steep)} beyond +-{MAX_TILT} (or not a number)")
+        if unknown := sorted(set(self.mining.redraw) - set(self.models)):
+            problems.append(f"mining.redraw: {', '.join(unknown)} not among the task's models")
         if len(set(self.models)) != len(self.models):
             problems.append("models: a model is listed twice")
         if problems:
