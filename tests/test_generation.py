@@ -397,8 +397,8 @@ def test_committed_cases_of_a_task_with_a_tilt_are_drawn_again_exactly(model):
 
 
 def test_a_redraw_gives_that_model_a_fresh_candidate_stream_and_its_cases_a_fresh_verify_seed():
-    """``mining.redraw`` changes the redrawn model's candidates (the number ends every draw's seed, so the
-    committed cases can be drawn again from the definition) and no other model's."""
+    """``mining.redraw`` changes the redrawn model's candidates (the number ends every draw's seed, so its
+    cases can be drawn again from the definition) and leaves the other models' draws as they were."""
     from transformers import AutoTokenizer
 
     from halbench.tasks.artifacts import MODEL_DIR
@@ -406,15 +406,22 @@ def test_a_redraw_gives_that_model_a_fresh_candidate_stream_and_its_cases_a_fres
     from halbench.tasks.registry import resolve
 
     spec = resolve("decoy").spec()
+    redrawn, other = spec.models
     first = spec.model_copy(update={"mining": spec.mining.model_copy(update={"redraw": {}})})
-    for model in spec.models:
+    again = spec.model_copy(update={"mining": spec.mining.model_copy(update={"redraw": {redrawn: 3}})})
+    changed = 0
+    for model in (redrawn, other):
         ref = resolve_model(model)
         recipe = ref.recipe()
         world, tok = build_world(recipe.world), AutoTokenizer.from_pretrained(ref.folder / MODEL_DIR)
-        n = spec.mining.redraw.get(model, 0)
-        for index in range(4):
-            now, before = (draw_candidate(s, recipe, world, tok, index, "test") for s in (spec, first))
+        for index in range(6):
+            now, before = (draw_candidate(s, recipe, world, tok, index, "test") for s in (again, first))
             if now is None or before is None:
                 continue
-            assert now.candidate.seed == (spec.seed, 3, SPLITS.index("test"), index, *([n] if n else []))
-            assert (now.candidate.prompt_ids == before.candidate.prompt_ids) == (not n)
+            suffix = (3,) if model == redrawn else ()
+            assert now.candidate.seed == (spec.seed, 3, SPLITS.index("test"), index, *suffix)
+            assert before.candidate.seed == (spec.seed, 3, SPLITS.index("test"), index)
+            same = now.candidate.prompt_ids == before.candidate.prompt_ids
+            assert same == (model == other)
+            changed += not same
+    assert changed >= 2
