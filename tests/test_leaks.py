@@ -92,11 +92,11 @@ def open_marks(table: dict[str, str], name: str) -> list:
     return [pytest.mark.xfail(strict=True, reason=table[name])] if name in table else []
 
 
-# Open: token_form's id bits find this build's 20 test causes (0.146 from the id bits alone against random's
-# 0.089; lower bound over mechanisms 0.002), but the same dev fit tells the world's 192 test trigger words from
-# its 916 neutral words at AUROC 0.528 (gpt2-g: 0.480): no id structure, a coincidence of these 20 prompts
-# that a re-mine (another draw of cases) is expected to remove. Kept visible, not loosened.
-OPEN_PROBES = {"decoy/grammar-llama-h": "token_form 0.168 vs random 0.089 from id bits (lower bound 0.002)"}
+# None open. decoy/grammar-llama-h's first draw with the incidental check failed here (token_form 0.168 against
+# random's 0.089 from the id bits alone, lower bound over mechanisms 0.002) while the same dev fit told the world's
+# test trigger words from its neutral ones at AUROC 0.528 only: a coincidence of 20 prompts. Redrawn
+# (``mining.redraw``), it reads 0.135 against 0.096 (lower bound -0.014). An entry here is a strict xfail.
+OPEN_PROBES: dict[str, str] = {}
 
 
 def probe_params() -> list:
