@@ -26,7 +26,7 @@ from halbench.tasks import artifacts
 from halbench.tasks.controls import measure_controls
 from halbench.tasks.corpus import training_corpus
 from halbench.tasks.mining import Drawn, mine
-from halbench.tasks.spec import ModelRecipe, TaskSpec, world_problems
+from halbench.tasks.spec import PER_MODEL_OPTIONS, ModelRecipe, TaskSpec, world_problems
 from halbench.tasks.tokenizer import build_tokenizer
 from halbench.tasks.training import train_model
 from halbench.tasks.verify import Refills, Verdict
@@ -48,9 +48,6 @@ def model_key(recipe: ModelRecipe) -> str:
 
 def spec_hash(spec: TaskSpec | ModelRecipe) -> str:
     return canonical_hash(spec.model_dump(exclude={"quick"}))
-
-
-PER_MODEL_OPTIONS = ("cause_tilt", "redraw")  # mining options keyed by model: each enters that model's hash only
 
 
 def mining_hash(spec: TaskSpec, model: str) -> str:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 Family = Literal["single", "conjunctive", "ordered", "partial", "redundant", "decoy", "context", "natural"]
 MechanismKind = Literal["single", "pair", "triple"]
 KIND_SIZES = {"single": 1, "pair": 2, "triple": 3}
+PER_MODEL_OPTIONS = ("cause_tilt", "redraw")  # mining options keyed by model: each enters that model's hash only
 MAX_TILT = 10.0  # exp(10): a last slot 22,000 times as likely as the first, far past any slope measured
 MAX_NAMES = 10_000  # role-free token names are four digits
 
@@ -392,12 +393,11 @@ class TaskSpec(_Strict):
         k, n = self.mining.test_slice
         if k >= n:
             problems.append(f"mining.test_slice: remainder {k} must be below the modulus {n}")
-        if unknown := sorted(set(self.mining.cause_tilt) - set(self.models)):
-            problems.append(f"mining.cause_tilt: {', '.join(unknown)} not among the task's models")
+        for option in PER_MODEL_OPTIONS:
+            if unknown := sorted(set(getattr(self.mining, option)) - set(self.models)):
+                problems.append(f"mining.{option}: {', '.join(unknown)} not among the task's models")
         if steep := sorted(m for m, t in self.mining.cause_tilt.items() if not abs(t) <= MAX_TILT):
             problems.append(f"mining.cause_tilt: {', '.join(steep)} beyond +-{MAX_TILT} (or not a number)")
-        if unknown := sorted(set(self.mining.redraw) - set(self.models)):
-            problems.append(f"mining.redraw: {', '.join(unknown)} not among the task's models")
         if len(set(self.models)) != len(self.models):
             problems.append("models: a model is listed twice")
         if problems:
